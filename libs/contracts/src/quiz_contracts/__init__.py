@@ -1,0 +1,1 @@
+"""quiz_contracts: pydantic wire models, subjects and error codes shared by every service. No I/O."""

@@ -1,0 +1,122 @@
+"""The error model on the wire: `{code, message}` with one enum of every code the seeds name."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+
+class ErrorCode(StrEnum):
+    """Every error code a service may answer, on HTTP and on NATS alike."""
+
+    # Generic edge errors.
+    invalid_request = "invalid_request"
+    unauthorized = "unauthorized"
+    not_found = "not_found"
+    internal = "internal"
+    timeout = "timeout"
+    unavailable = "unavailable"
+    # ADR-059 (Generate).
+    statement_empty = "statement_empty"
+    item_not_empty = "item_not_empty"
+    draft_invalid = "draft_invalid"
+    runner_unavailable = "runner_unavailable"
+    runner_busy = "runner_busy"
+    compile_failed = "compile_failed"
+    partial = "partial"
+    # llm-gateway (ADR-058 as cited by ADR-059/060/071).
+    llm_not_configured = "llm_not_configured"
+    llm_budget_exhausted = "llm_budget_exhausted"
+    rate_limited = "rate_limited"
+    llm_failed = "llm_failed"
+    # ADR-071 (poll): turning AI on while no model can be called.
+    llm_unavailable = "llm_unavailable"
+    question_keyless = "question_keyless"
+    # ADR-060 (review).
+    fix_stale = "fix_stale"
+    # runner: a request over a hard maximum.
+    limit_exceeded = "limit_exceeded"
+    unsupported_language = "unsupported_language"
+
+
+HTTP_STATUS: dict[ErrorCode, int] = {
+    ErrorCode.invalid_request: 400,
+    ErrorCode.unauthorized: 401,
+    ErrorCode.not_found: 404,
+    ErrorCode.internal: 500,
+    ErrorCode.timeout: 504,
+    ErrorCode.unavailable: 503,
+    ErrorCode.statement_empty: 422,
+    ErrorCode.item_not_empty: 422,
+    ErrorCode.draft_invalid: 422,
+    ErrorCode.runner_unavailable: 503,
+    ErrorCode.runner_busy: 503,
+    ErrorCode.compile_failed: 422,
+    ErrorCode.partial: 422,
+    ErrorCode.llm_not_configured: 409,
+    ErrorCode.llm_budget_exhausted: 429,
+    ErrorCode.rate_limited: 429,
+    ErrorCode.llm_failed: 502,
+    ErrorCode.llm_unavailable: 422,
+    ErrorCode.question_keyless: 422,
+    ErrorCode.fix_stale: 409,
+    ErrorCode.limit_exceeded: 422,
+    ErrorCode.unsupported_language: 422,
+}
+
+
+def http_status(code: ErrorCode | str) -> int:
+    """HTTP status of an error code; unknown codes are server errors."""
+    try:
+        return HTTP_STATUS[ErrorCode(code)]
+    except ValueError:
+        return 500
+
+
+class ErrorBody(BaseModel):
+    """Every error on the wire."""
+
+    code: ErrorCode
+    message: str
+    retry_after_s: float | None = Field(
+        default=None, description="When to try again, for rate_limited and runner_busy."
+    )
+    details: dict[str, Any] | None = None
+
+
+class ContractError(Exception):
+    """An error that crosses a service edge as an ErrorBody."""
+
+    def __init__(
+        self,
+        code: ErrorCode | str,
+        message: str,
+        *,
+        retry_after_s: float | None = None,
+        details: dict[str, Any] | None = None,
+    ) -> None:
+        super().__init__(f"{code}: {message}")
+        self.code = ErrorCode(code)
+        self.message = message
+        self.retry_after_s = retry_after_s
+        self.details = details
+
+    @property
+    def status(self) -> int:
+        return http_status(self.code)
+
+    def to_body(self) -> ErrorBody:
+        return ErrorBody(
+            code=self.code,
+            message=self.message,
+            retry_after_s=self.retry_after_s,
+            details=self.details,
+        )
+
+    @classmethod
+    def from_body(cls, body: ErrorBody) -> ContractError:
+        return cls(
+            body.code, body.message, retry_after_s=body.retry_after_s, details=body.details
+        )

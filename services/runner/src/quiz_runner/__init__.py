@@ -1,0 +1,1 @@
+"""quiz_runner."""
