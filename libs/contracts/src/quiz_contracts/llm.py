@@ -1,0 +1,170 @@
+"""llm-gateway wire models (ADR-058 as cited by ADR-059/060/071): complete, availability, usage."""
+
+from __future__ import annotations
+
+from datetime import date
+from decimal import Decimal
+from enum import StrEnum
+from typing import Annotated, Any, Literal
+
+from pydantic import Field, PlainSerializer
+
+from quiz_contracts.base import WireModel
+from quiz_contracts.errors import ErrorCode
+
+# Money travels as a decimal string ("0.012345"): never a float on the wire.
+Usd = Annotated[Decimal, PlainSerializer(lambda v: str(v), return_type=str, when_used="json")]
+
+
+class Purpose(StrEnum):
+    """Why a call is made; selects the model (PURPOSE_MODELS) and the per-person limit."""
+
+    generate = "generate"  # ADR-059: the wand, the teacher as user
+    review = "review"  # ADR-060: the night (user null) or "Review now" (the teacher)
+    poll = "poll"  # ADR-071 §12: user null, billed to the teacher running the poll
+    lesson_fix = "lesson_fix"
+    assistant = "assistant"
+
+
+class Effort(StrEnum):
+    """How hard the model should think; the gateway maps it to sampling settings."""
+
+    low = "low"
+    medium = "medium"
+    high = "high"
+
+
+class LlmMessage(WireModel):
+    """One turn of the conversation sent to the model."""
+
+    role: Literal["user", "assistant"]
+    content: str = Field(min_length=1)
+
+
+class OutputSchema(WireModel):
+    """A structured output: the reply is validated against json_schema (a JSON Schema object)."""
+
+    name: str = Field(pattern=r"^[a-zA-Z0-9_-]{1,64}$", description="Tool name given to the model.")
+    json_schema: dict[str, Any] = Field(description="JSON Schema of the output; type object.")
+    description: str | None = Field(default=None, description="What the output is, for the model.")
+
+
+class CompleteRequest(WireModel):
+    """`llm.v1.complete` request."""
+
+    purpose: Purpose
+    user: str | None = Field(description="The person acting; null for scheduled work.")
+    billed_to: str | None = Field(
+        default=None, description="Who pays; defaults to user (a poll's calls: its teacher)."
+    )
+    effort: Effort = Effort.low
+    system: str | None = None
+    messages: list[LlmMessage] = Field(min_length=1)
+    output_schema: OutputSchema | None = Field(
+        default=None, description="Structured output; null for free text."
+    )
+    max_output_tokens: int = Field(default=1024, ge=1, le=64_000)
+    request_id: str | None = Field(
+        default=None, max_length=200, description="Idempotency key: a repeat gets the same reply."
+    )
+    deadline_s: float | None = Field(
+        default=None, gt=0, le=600, description="The caller's deadline; retries stop before it."
+    )
+
+    @property
+    def payer(self) -> str | None:
+        """Who the call is billed to."""
+        return self.billed_to if self.billed_to is not None else self.user
+
+
+class Usage(WireModel):
+    """Tokens and cost of a call, summed over its attempts."""
+
+    input_tokens: int
+    output_tokens: int
+    cost_usd: Usd
+
+
+class CompleteReply(WireModel):
+    """`llm.v1.complete` reply: a schema-valid object, or text when no schema was asked."""
+
+    output: dict[str, Any] | str
+    model: str
+    usage: Usage
+    attempts: int = Field(description="Provider requests made (2 after one unreadable reply).")
+    call_id: str
+
+
+class AvailabilityRequest(WireModel):
+    """`llm.v1.availability` request; purpose narrows the answer to one purpose."""
+
+    purpose: Purpose | None = None
+
+
+class AvailabilityReply(WireModel):
+    """Whether a model can be called now: provider configured, circuit closed, cap not spent."""
+
+    available: bool
+    reason: ErrorCode | None = Field(
+        default=None,
+        description="llm_not_configured, llm_budget_exhausted or llm_failed (circuit open).",
+    )
+    circuit: Literal["closed", "open", "half_open"] = "closed"
+    models: dict[Purpose, str] = Field(description="Per purpose, the model it calls.")
+    remaining_usd: Usd
+    retry_after_s: float | None = Field(default=None, description="When an open circuit retries.")
+
+
+class UsageRequest(WireModel):
+    """`llm.v1.usage` request: today (Europe/Zurich) unless day is given."""
+
+    day: date | None = None
+    billed_to: str | None = Field(default=None, description="Also report this payer's spend.")
+
+
+class SpendLine(WireModel):
+    """Calls, tokens and cost of a slice of the ledger."""
+
+    calls: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: Usd = Decimal(0)
+
+
+class PurposeSpend(WireModel):
+    """A purpose's spend, split by whether a person made the call (ADR-060 §5 needs no_person)."""
+
+    total: SpendLine = Field(default_factory=SpendLine)
+    person: SpendLine = Field(default_factory=SpendLine)
+    no_person: SpendLine = Field(default_factory=SpendLine)
+
+
+class UsageReply(WireModel):
+    """`llm.v1.usage` reply: the day's cap, spend, open reservations and remaining budget."""
+
+    day: date
+    timezone: str = "Europe/Zurich"
+    cap_usd: Usd
+    spent_usd: Usd
+    reserved_usd: Usd
+    remaining_usd: Usd
+    by_purpose: dict[Purpose, PurposeSpend]
+    billed_to: str | None = None
+    billed_to_spend: dict[Purpose, SpendLine] | None = None
+
+
+__all__ = [
+    "AvailabilityReply",
+    "AvailabilityRequest",
+    "CompleteReply",
+    "CompleteRequest",
+    "Effort",
+    "LlmMessage",
+    "OutputSchema",
+    "Purpose",
+    "PurposeSpend",
+    "SpendLine",
+    "Usage",
+    "UsageReply",
+    "UsageRequest",
+]
