@@ -1,0 +1,226 @@
+"""runner.v1.run: run a reference program on test cases in a sandbox (ADR-059 settle).
+
+The micro service `runner` answers `runner.v1.run` with a `RunReply`. Compilation happens once
+per request; every case then runs in a fresh sandbox. A program that does not compile is a reply
+state (`compile.ok == false`, no case results), not an error. Errors on the wire:
+
+- `runner_busy` (with `retry_after_s`): every slot is taken; nothing is queued.
+- `limit_exceeded`: a limit, the stdin, the argv, the files or the number of cases is over its
+  hard maximum (`RUN_LIMIT_MAXIMA`, `MAX_*` below).
+- `unsupported_language`: a language this runner does not offer.
+- `invalid_request`: a malformed request (bad file path, no file).
+
+Callers map NATS "no responders" to `runner_unavailable`.
+
+Bytes on the wire. Program output is bytes; the reply carries it as text plus, only when the
+bytes are not valid UTF-8, their exact base64: `stdout` is the output decoded as UTF-8 with every
+invalid byte written as `\\xNN` (readable, for display) and `stdout_b64` holds the exact bytes
+(lossless). `stdout_b64 is None` means `stdout` is exactly the UTF-8 decoding. The same holds for
+`stderr`/`stderr_b64` and for `CompileResult.output`/`output_b64`. `CaseResult.stdout_bytes()`
+returns the exact bytes either way.
+
+Picture protocol (codeimage). With `picture` set, the program draws a `width`×`height` image as a
+PPM (Netpbm) file: binary `P6` or plain `P3`, header `P6 <width> <height> <maxval>` with
+maxval 1..255, then width×height RGB triples, row by row from the top left. It is read from the
+program's stdout (`source="stdout"`, the default) or from the file `path` relative to its work
+directory (`source="file"`; only a regular file, never a symlink). The runner decodes it against
+the expected size: a pixel the data does not reach (short data, smaller image) is *missing*; a
+value over maxval, a non-numeric P3 token, or a header that is not PPM makes pixels *invalid*
+(a wrong header counts every pixel invalid). Pixels outside the expected size are ignored and
+reported in `Picture.error`. The picture comes back as PNG (`data`, base64) of exactly
+`width`×`height` (missing/invalid pixels black), with `sha256` = hex SHA-256 of the
+canonical pixels (`"RGB8 <w> <h>\\n"` followed by the w×h×3 raw bytes, missing/invalid as 0), a
+hash that does not depend on the PNG encoder. The picture is the one the FIRST case draws (with
+no case given, the runner runs one case named "picture" with empty stdin) and comes back as
+`RunReply.picture`; in stdout mode that case's `stdout` is left empty (the image is the output)
+to keep replies small, and its picture is None only when the case produced no output at all
+(`missing_pixels` = width×height otherwise tells the same).
+"""
+
+from __future__ import annotations
+
+import base64
+from enum import StrEnum
+from typing import Literal
+
+from pydantic import Field
+
+from quiz_contracts.base import WireModel
+
+
+class RunLanguage(StrEnum):
+    """Languages the runner offers (a given host may offer fewer: `unsupported_language`)."""
+
+    python = "python"  # Python 3
+    c = "c"  # C (gcc, -O2, C17)
+    cpp = "cpp"  # C++ (g++, -O2, C++17)
+    javascript = "javascript"  # Node.js
+    java = "java"  # Java 17; the entry file declares the public class of the same name
+
+
+# Hard maxima of the parts of a request that are not limits: over any → `limit_exceeded`.
+MAX_CASES = 100
+MAX_FILES = 32
+MAX_FILE_BYTES_IN = 256 * 1024  # one source or extra file, decoded
+MAX_STDIN_BYTES = 256 * 1024  # per case
+MAX_ARGS = 64
+MAX_ARGV_BYTES = 16 * 1024  # sum of the UTF-8 lengths of one case's args
+
+
+class RunFile(WireModel):
+    """One file of the job, placed in the program's work directory (read-only there)."""
+
+    path: str = Field(
+        description="Relative path: letters, digits, '._-' and '/' only; no '..', no leading '/'."
+    )
+    content: str = Field(default="", description="UTF-8 text, or base64 when encoding=base64.")
+    encoding: Literal["utf-8", "base64"] = "utf-8"
+
+    def content_bytes(self) -> bytes:
+        """The exact bytes of the file."""
+        if self.encoding == "base64":
+            return base64.b64decode(self.content, validate=True)
+        return self.content.encode("utf-8")
+
+
+class RunCase(WireModel):
+    """One execution of the program: its stdin and its command-line arguments."""
+
+    name: str = Field(min_length=1, max_length=200)
+    stdin: str = ""
+    args: list[str] = Field(default_factory=list)
+
+
+class RunLimits(WireModel):
+    """Per-case limits (compile has its own fixed ones). Over `RUN_LIMIT_MAXIMA` → refused."""
+
+    cpu_s: float = Field(default=2.0, gt=0, description="CPU seconds of each process.")
+    wall_s: float = Field(default=5.0, gt=0, description="Wall clock of the whole case.")
+    memory_mb: int = Field(default=256, gt=0, description="Address space of each process, MiB.")
+    processes: int = Field(default=16, gt=0, description="Processes and threads at once.")
+    output_bytes: int = Field(
+        default=64 * 1024, gt=0, description="stdout and stderr, each; more is cut."
+    )
+    file_bytes: int = Field(
+        default=1024 * 1024, gt=0, description="Largest file written; also bounds the work dir."
+    )
+
+    def over_maxima(self) -> list[str]:
+        """Names of the limits above `RUN_LIMIT_MAXIMA`, empty when the request may run."""
+        return [
+            name
+            for name in type(self).model_fields
+            if getattr(self, name) > getattr(RUN_LIMIT_MAXIMA, name)
+        ]
+
+
+# Hard maxima: a request asking more is refused with `limit_exceeded`, never clamped silently.
+RUN_LIMIT_MAXIMA = RunLimits(
+    cpu_s=10.0,
+    wall_s=20.0,
+    memory_mb=1024,
+    processes=64,
+    output_bytes=1024 * 1024,
+    file_bytes=16 * 1024 * 1024,
+)
+
+
+class PictureSpec(WireModel):
+    """Ask for the picture the program draws (codeimage); protocol in the module docstring."""
+
+    width: int = Field(gt=0, le=1024)
+    height: int = Field(gt=0, le=1024)
+    source: Literal["stdout", "file"] = "stdout"
+    path: str = Field(default="picture.ppm", description="With source=file: relative path.")
+
+
+class RunRequest(WireModel):
+    """Compile once, then run every case (subject `runner.v1.run`)."""
+
+    language: str = Field(description="One of RunLanguage; others → unsupported_language.")
+    files: list[RunFile] = Field(min_length=1, description="The source(s) plus extra files.")
+    entry: str | None = Field(
+        default=None,
+        description="Path of the main source among files; default: the first file.",
+    )
+    cases: list[RunCase] = Field(default_factory=list)
+    limits: RunLimits = Field(default_factory=RunLimits)
+    picture: PictureSpec | None = None
+
+
+class CompileResult(WireModel):
+    """Outcome of the compile step (interpreted languages: ok, a syntax check where cheap)."""
+
+    ok: bool
+    output: str = Field(default="", description="Compiler messages, bounded, escaped.")
+    output_b64: str | None = None
+    output_truncated: bool = False
+    timed_out: bool = False
+    wall_ms: int = 0
+
+
+class Picture(WireModel):
+    """The picture a case drew, decoded against the expected size."""
+
+    format: Literal["png"] = "png"
+    width: int
+    height: int
+    data: str = Field(description="PNG, base64.")
+    sha256: str = Field(description="Hex SHA-256 of the canonical pixels (module docstring).")
+    missing_pixels: int = 0
+    invalid_pixels: int = 0
+    error: str | None = Field(default=None, description="Why pixels are missing or invalid.")
+
+
+class CaseResult(WireModel):
+    """What one case did."""
+
+    name: str
+    stdout: str = ""
+    stdout_b64: str | None = None
+    stderr: str = ""
+    stderr_b64: str | None = None
+    exit_code: int | None = Field(default=None, description="None when killed by a signal.")
+    signal: str | None = Field(default=None, description='e.g. "SIGKILL", "SIGSEGV".')
+    cpu_ms: int = 0
+    wall_ms: int = 0
+    timed_out: Literal["cpu", "wall"] | None = None
+    output_truncated: bool = False
+    memory_exceeded: bool = False
+
+    def stdout_bytes(self) -> bytes:
+        """The exact bytes the program wrote to stdout (up to the output limit)."""
+        if self.stdout_b64 is not None:
+            return base64.b64decode(self.stdout_b64)
+        return self.stdout.encode("utf-8")
+
+    def stderr_bytes(self) -> bytes:
+        """The exact bytes the program wrote to stderr (up to the output limit)."""
+        if self.stderr_b64 is not None:
+            return base64.b64decode(self.stderr_b64)
+        return self.stderr.encode("utf-8")
+
+    @property
+    def completed(self) -> bool:
+        """Ran to its own end: no timeout, no cut output, no memory limit hit."""
+        return self.timed_out is None and not self.output_truncated and not self.memory_exceeded
+
+
+class RunReply(WireModel):
+    """Reply of `runner.v1.run`: the compile step, then one result per case, in order."""
+
+    language: str
+    compile: CompileResult
+    cases: list[CaseResult] = Field(default_factory=list)
+    picture: Picture | None = Field(
+        default=None, description="With a picture spec: what the first case drew."
+    )
+    backend: str = Field(default="", description="bwrap or docker: which sandbox ran it.")
+
+
+def text_and_b64(data: bytes) -> tuple[str, str | None]:
+    """Wire form of output bytes: readable text, plus exact base64 when not valid UTF-8."""
+    try:
+        return data.decode("utf-8"), None
+    except UnicodeDecodeError:
+        return data.decode("utf-8", errors="backslashreplace"), base64.b64encode(data).decode()
