@@ -1,1 +1,1 @@
-"""quiz_contracts: pydantic wire models, subjects and error codes shared by every service. No I/O."""
+"""quiz_contracts: wire models, subjects and error codes shared by every service. No I/O."""

@@ -1,1 +1,1 @@
-"""quiz_servicekit."""
+"""quiz_servicekit: settings, NATS micro, telemetry, metrics, health, JWT auth, DB, app factory."""

@@ -1,1 +1,107 @@
-"""pytest plugin of the test kit: real nats-server, databases, JWTs, the Anthropic stub."""
+"""pytest plugin of the test kit: real nats-server, databases, JWTs, traces, the Anthropic stub."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import nats
+import pytest
+from nats.aio.client import Client as NATS
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from quiz_servicekit.telemetry import setup_tracing
+from quiz_testkit.databases import postgres_available, postgres_database
+from quiz_testkit.jwt_keys import SigningKeys
+from quiz_testkit.nats_server import NatsServer
+
+if TYPE_CHECKING:
+    from quiz_testkit.anthropic_stub import AnthropicStub
+
+_SPANS = InMemorySpanExporter()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # One tracer provider per process: install ours before any service's lifespan does.
+    setup_tracing("tests", SimpleSpanProcessor(_SPANS))
+
+
+@pytest.fixture(scope="session")
+def nats_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NatsServer]:
+    """A nats-server with JetStream on a free port, for the whole session."""
+    server = NatsServer(tmp_path_factory.mktemp("nats")).start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def nats_url(nats_server: NatsServer) -> str:
+    return nats_server.url
+
+
+@pytest.fixture
+async def nc(nats_url: str) -> AsyncIterator[NATS]:
+    """A client connection to the session's nats-server."""
+    client = await nats.connect(nats_url)
+    yield client
+    await client.drain()
+
+
+@pytest.fixture(scope="session")
+def signing_keys(tmp_path_factory: pytest.TempPathFactory) -> SigningKeys:
+    """Ed25519 keys; `.jwks_path` verifies what `.mint(sub, grants)` signs."""
+    return SigningKeys.load_or_create(tmp_path_factory.mktemp("jwt"))
+
+
+@pytest.fixture(scope="session")
+def pg_available() -> bool:
+    return postgres_available()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def database_url(
+    request: pytest.FixtureRequest, tmp_path: Path, pg_available: bool
+) -> Iterator[str]:
+    """Each test using it runs on SQLite, and on PostgreSQL when 127.0.0.1:5432 answers."""
+    if request.param == "sqlite":
+        yield f"sqlite+aiosqlite:///{tmp_path / 'test.db'}"
+        return
+    if not pg_available:
+        pytest.skip("PostgreSQL does not answer on 127.0.0.1:5432")
+    with postgres_database() as url:
+        yield url
+
+
+@pytest.fixture
+def spans() -> Iterator[InMemorySpanExporter]:
+    """The spans finished during the test (in-memory exporter)."""
+    _SPANS.clear()
+    yield _SPANS
+    _SPANS.clear()
+
+
+@pytest.fixture(scope="session")
+def _anthropic_stub_server() -> Iterator[AnthropicStub]:
+    from quiz_testkit.anthropic_stub import AnthropicStub
+
+    stub = AnthropicStub()
+    stub.start()
+    yield stub
+    stub.stop()
+
+
+@pytest.fixture
+def anthropic_stub(_anthropic_stub_server: AnthropicStub) -> Iterator[AnthropicStub]:
+    """The Anthropic-compatible stub, reset for each test; script it per call."""
+    _anthropic_stub_server.reset()
+    yield _anthropic_stub_server
+    _anthropic_stub_server.reset()
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[Any]) -> None:
+    # Tests under an integration/ folder talk to real servers: mark them so `-m` can pick.
+    for item in items:
+        if "/integration/" in str(item.fspath) and not item.get_closest_marker("integration"):
+            item.add_marker(pytest.mark.integration)

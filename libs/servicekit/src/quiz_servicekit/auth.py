@@ -1,0 +1,139 @@
+"""JWT identity and grants: EdDSA or ES256 tokens verified against a JWKS file or URL.
+
+Claims: `sub` (the person) and `grants`, e.g.
+`{"question:42": {"role": "contributor", "type": "mcq", "pool": "7"}}`.
+A missing grant answers 404 (invariant 6: what you may not reach does not exist for you);
+a missing, forged or expired token answers 401.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import jwt
+from fastapi import Request
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from quiz_contracts.errors import ContractError, ErrorCode
+
+ALGORITHMS = ["EdDSA", "ES256"]
+# A role reaches what every lower role reaches.
+ROLE_RANK = {"viewer": 1, "contributor": 2, "owner": 3}
+
+
+class Grant(BaseModel):
+    """What the token says the person may do on one resource."""
+
+    model_config = ConfigDict(extra="allow")
+
+    role: str
+    type: str | None = None
+    pool: str | None = None
+
+    def reaches(self, role: str) -> bool:
+        return ROLE_RANK.get(self.role, 0) >= ROLE_RANK[role]
+
+
+class Identity(BaseModel):
+    """The verified caller."""
+
+    sub: str
+    grants: dict[str, Grant] = Field(default_factory=dict)
+
+
+class JwtVerifier:
+    """Verifies tokens against the keys of a JWKS document (file read once, URL cached)."""
+
+    def __init__(
+        self,
+        *,
+        jwks_file: str | None = None,
+        jwks_url: str | None = None,
+        issuer: str | None = None,
+        audience: str | None = None,
+    ) -> None:
+        self._issuer = issuer
+        self._audience = audience
+        self._jwks_client = jwt.PyJWKClient(jwks_url, cache_keys=True) if jwks_url else None
+        self._keys: dict[str | None, Any] = {}
+        if jwks_file:
+            jwk_set = jwt.PyJWKSet.from_dict(json.loads(Path(jwks_file).read_text()))
+            self._keys = {k.key_id: k for k in jwk_set.keys}
+        if not self._jwks_client and not self._keys:
+            raise ValueError("JWT verification needs JWKS_FILE or JWKS_URL")
+
+    def _key_for(self, token: str) -> Any:
+        if self._jwks_client is not None:
+            return self._jwks_client.get_signing_key_from_jwt(token)
+        kid = jwt.get_unverified_header(token).get("kid")
+        if kid in self._keys:
+            return self._keys[kid]
+        if kid is None and len(self._keys) == 1:
+            return next(iter(self._keys.values()))
+        raise jwt.InvalidTokenError("unknown signing key")
+
+    def verify(self, token: str) -> Identity:
+        """The identity in a valid token; ContractError(unauthorized) otherwise."""
+        try:
+            key = self._key_for(token)
+            claims = jwt.decode(
+                token,
+                key=key,
+                algorithms=ALGORITHMS,
+                issuer=self._issuer,
+                audience=self._audience,
+                options={
+                    "require": ["sub", "exp"],
+                    "verify_aud": self._audience is not None,
+                    "verify_iss": self._issuer is not None,
+                },
+            )
+            return Identity.model_validate(
+                {"sub": claims["sub"], "grants": claims.get("grants") or {}}
+            )
+        except (jwt.PyJWTError, ValidationError, ValueError) as e:
+            raise ContractError(ErrorCode.unauthorized, f"invalid token: {e}") from e
+
+
+def _bearer(request: Request) -> str:
+    header = request.headers.get("authorization", "")
+    scheme, _, token = header.partition(" ")
+    if scheme.lower() != "bearer" or not token:
+        raise ContractError(ErrorCode.unauthorized, "a Bearer token is required")
+    return token.strip()
+
+
+def current_identity(request: Request) -> Identity:
+    """FastAPI dependency: the verified caller (401 without a valid token)."""
+    verifier: JwtVerifier = request.app.state.jwt_verifier
+    return verifier.verify(_bearer(request))
+
+
+class Access(BaseModel):
+    """A caller and the grant that lets them reach one resource."""
+
+    identity: Identity
+    resource: str
+    grant: Grant
+
+
+def require_grant(resource_template: str, role: str) -> Callable[[Request], Awaitable[Access]]:
+    """FastAPI dependency: 401 without a valid token, 404 without `role` on the resource.
+
+    `resource_template` is formatted with the route's path parameters: "question:{id}".
+    """
+    if role not in ROLE_RANK:
+        raise ValueError(f"unknown role {role!r}")
+
+    async def dependency(request: Request) -> Access:
+        identity = current_identity(request)
+        resource = resource_template.format(**request.path_params)
+        grant = identity.grants.get(resource)
+        if grant is None or not grant.reaches(role):
+            raise ContractError(ErrorCode.not_found, f"{resource.split(':')[0]} not found")
+        return Access(identity=identity, resource=resource, grant=grant)
+
+    return dependency

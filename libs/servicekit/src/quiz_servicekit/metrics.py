@@ -1,0 +1,60 @@
+"""Prometheus metrics: one registry per service instance, RED for HTTP routes and NATS endpoints.
+
+Metrics (prefix `quiz_<service>_`):
+- `http_requests_total{route,method,status}` and `http_request_duration_seconds{route,method}`
+- `nats_requests_total{endpoint,outcome}` and `nats_request_duration_seconds{endpoint}`
+- `nats_requests_in_flight{endpoint}`
+"""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+# Seconds; dense under 100 ms because most of our edges answer in a few milliseconds.
+LATENCY_BUCKETS = (0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
+
+
+def metric_prefix(service: str) -> str:
+    """`quiz_<service>` with the dashes of the service name turned into underscores."""
+    return "quiz_" + service.replace("-", "_")
+
+
+class ServiceMetrics:
+    """The RED metrics every service has; services add theirs on `registry` with `prefix`."""
+
+    def __init__(self, service: str, registry: CollectorRegistry | None = None) -> None:
+        self.registry = registry or CollectorRegistry()
+        self.prefix = metric_prefix(service)
+        p = self.prefix
+        self.http_requests = Counter(
+            f"{p}_http_requests_total",
+            "HTTP requests answered, by route template, method and status.",
+            ["route", "method", "status"],
+            registry=self.registry,
+        )
+        self.http_duration = Histogram(
+            f"{p}_http_request_duration_seconds",
+            "HTTP request duration, by route template and method.",
+            ["route", "method"],
+            buckets=LATENCY_BUCKETS,
+            registry=self.registry,
+        )
+        self.nats_requests = Counter(
+            f"{p}_nats_requests_total",
+            "NATS requests handled, by endpoint and outcome (ok or the error code).",
+            ["endpoint", "outcome"],
+            registry=self.registry,
+        )
+        self.nats_duration = Histogram(
+            f"{p}_nats_request_duration_seconds",
+            "NATS request handling duration, by endpoint.",
+            ["endpoint"],
+            buckets=LATENCY_BUCKETS,
+            registry=self.registry,
+        )
+        self.nats_in_flight = Gauge(
+            f"{p}_nats_requests_in_flight",
+            "NATS requests being handled now, by endpoint.",
+            ["endpoint"],
+            registry=self.registry,
+        )

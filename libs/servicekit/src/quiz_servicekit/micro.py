@@ -1,0 +1,175 @@
+"""NATS Services API (nats.micro) registration with typed, concurrent, traced endpoints."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
+
+from nats.aio.client import Client as NATS
+from nats.micro import add_service
+from nats.micro.request import Request
+from nats.micro.service import EndpointConfig, Service
+from opentelemetry import trace
+from opentelemetry.trace import SpanKind, Status, StatusCode
+from pydantic import BaseModel, ValidationError
+
+from quiz_contracts.errors import ContractError, ErrorCode
+from quiz_servicekit.metrics import ServiceMetrics
+from quiz_servicekit.natsio import ERROR_CODE_HEADER, ERROR_HEADER
+from quiz_servicekit.telemetry import extract_context
+
+log = logging.getLogger(__name__)
+Req = TypeVar("Req", bound=BaseModel)
+
+
+@dataclass(frozen=True)
+class MsgContext:
+    """What a handler may know of the message besides its payload."""
+
+    subject: str
+    headers: dict[str, str]
+
+
+Handler = Callable[[Req, MsgContext], Awaitable[BaseModel]]
+
+
+@dataclass
+class EndpointSpec(Generic[Req]):
+    """One request/reply endpoint: subject, request model, and the handler that answers it."""
+
+    name: str
+    subject: str
+    request_model: type[Req]
+    handler: Handler[Req]
+    # Requests of this endpoint handled at once; None takes the service default.
+    max_concurrency: int | None = None
+    metadata: dict[str, str] = field(default_factory=dict)
+
+
+class MicroService:
+    """A registered nats.micro service whose endpoints never serialise on one subscription."""
+
+    def __init__(self, service: Service, tasks: set[asyncio.Task[None]]) -> None:
+        self.service = service
+        self._tasks = tasks
+
+    async def stop(self, grace_s: float = 10.0) -> None:
+        """Unsubscribe, then let the requests in hand finish (bounded by `grace_s`)."""
+        await self.service.stop()
+        if self._tasks:
+            await asyncio.wait(set(self._tasks), timeout=grace_s)
+
+
+async def start_micro_service(
+    nc: NATS,
+    *,
+    name: str,
+    version: str,
+    description: str,
+    metadata: dict[str, str],
+    endpoints: list[EndpointSpec[Any]],
+    metrics: ServiceMetrics,
+    default_concurrency: int = 256,
+) -> MicroService:
+    """Register `name` with its endpoints in the queue group `name`."""
+    service = await add_service(
+        nc,
+        name=name,
+        version=version,
+        description=description,
+        metadata=metadata,
+        queue_group=name,
+    )
+    tasks: set[asyncio.Task[None]] = set()
+    tracer = trace.get_tracer(f"quiz.{name}")
+    for spec in endpoints:
+        limit = spec.max_concurrency or default_concurrency
+        handler = _dispatcher(spec, asyncio.Semaphore(limit), tasks, metrics, tracer)
+        await service.add_endpoint(
+            EndpointConfig(
+                name=spec.name,
+                subject=spec.subject,
+                handler=handler,
+                metadata={"max_concurrency": str(limit), **spec.metadata},
+            )
+        )
+    return MicroService(service, tasks)
+
+
+def _dispatcher(
+    spec: EndpointSpec[Any],
+    slots: asyncio.Semaphore,
+    tasks: set[asyncio.Task[None]],
+    metrics: ServiceMetrics,
+    tracer: trace.Tracer,
+) -> Callable[[Request], Awaitable[None]]:
+    """nats-py runs a subscription's callbacks one at a time: hand each request to a task.
+
+    Waiting for a slot inside the callback is the back-pressure: past `max_concurrency`,
+    messages wait in the subscription's pending queue instead of piling up as tasks.
+    """
+
+    async def on_request(req: Request) -> None:
+        await slots.acquire()
+        task = asyncio.create_task(_handle(req))
+        tasks.add(task)
+        task.add_done_callback(tasks.discard)
+
+    async def _handle(req: Request) -> None:
+        started = time.perf_counter()
+        headers = dict(req.headers or {})
+        outcome = "ok"
+        metrics.nats_in_flight.labels(spec.name).inc()
+        try:
+            with tracer.start_as_current_span(
+                f"process {spec.subject}",
+                context=extract_context(headers),
+                kind=SpanKind.CONSUMER,
+                attributes={"messaging.system": "nats", "messaging.destination.name": spec.subject},
+            ) as span:
+                try:
+                    payload = spec.request_model.model_validate_json(req.data)
+                    reply = await spec.handler(payload, MsgContext(req.subject, headers))
+                    await req.respond(reply.model_dump_json().encode())
+                except ValidationError as e:
+                    outcome = ErrorCode.invalid_request.value
+                    await _respond_error(req, _invalid(e))
+                except ContractError as e:
+                    outcome = e.code.value
+                    span.set_attribute("error.type", outcome)
+                    await _respond_error(req, e)
+                except Exception as e:
+                    outcome = ErrorCode.internal.value
+                    log.exception("endpoint %s failed", spec.name)
+                    span.set_status(Status(StatusCode.ERROR, type(e).__name__))
+                    await _respond_error(
+                        req, ContractError(ErrorCode.internal, "internal error; see the logs")
+                    )
+        except Exception:
+            # The reply itself failed (connection lost): nothing left to tell the caller.
+            log.exception("endpoint %s could not reply", spec.name)
+        finally:
+            slots.release()
+            metrics.nats_in_flight.labels(spec.name).dec()
+            metrics.nats_requests.labels(spec.name, outcome).inc()
+            metrics.nats_duration.labels(spec.name).observe(time.perf_counter() - started)
+
+    return on_request
+
+
+def _invalid(e: ValidationError) -> ContractError:
+    first = e.errors()[0] if e.errors() else {"loc": (), "msg": str(e)}
+    where = ".".join(str(p) for p in first.get("loc", ())) or "body"
+    return ContractError(ErrorCode.invalid_request, f"{where}: {first.get('msg', 'invalid')}")
+
+
+async def _respond_error(req: Request, error: ContractError) -> None:
+    """Error replies follow the micro convention in headers and carry an ErrorBody as data."""
+    await req.respond(
+        error.to_body().model_dump_json(exclude_none=True).encode(),
+        headers={ERROR_HEADER: error.code.value, ERROR_CODE_HEADER: str(error.status)},
+    )

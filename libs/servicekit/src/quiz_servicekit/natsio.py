@@ -1,0 +1,105 @@
+"""NATS: a connection that reconnects forever; requests whose failures are contract errors."""
+
+from __future__ import annotations
+
+import logging
+from typing import TypeVar
+
+import nats
+from nats.aio.client import Client as NATS
+from nats.errors import NoRespondersError
+from nats.errors import TimeoutError as NatsTimeoutError
+from opentelemetry import trace
+from opentelemetry.trace import SpanKind, Status, StatusCode
+from pydantic import BaseModel, ValidationError
+
+from quiz_contracts.errors import ContractError, ErrorBody, ErrorCode
+from quiz_servicekit.telemetry import inject_headers
+
+log = logging.getLogger(__name__)
+T = TypeVar("T", bound=BaseModel)
+
+# Header names of the NATS Services API error convention.
+ERROR_HEADER = "Nats-Service-Error"
+ERROR_CODE_HEADER = "Nats-Service-Error-Code"
+
+
+async def connect_nats(url: str, name: str) -> NATS:
+    """Connect with unbounded reconnects: a broker restart must not kill the service."""
+
+    async def on_error(e: Exception) -> None:
+        log.warning("nats error: %s", e)
+
+    async def on_disconnect() -> None:
+        log.warning("nats disconnected")
+
+    async def on_reconnect() -> None:
+        log.info("nats reconnected")
+
+    return await nats.connect(
+        servers=[url],
+        name=name,
+        max_reconnect_attempts=-1,
+        reconnect_time_wait=0.5,
+        connect_timeout=5,
+        error_cb=on_error,
+        disconnected_cb=on_disconnect,
+        reconnected_cb=on_reconnect,
+    )
+
+
+def error_from_reply(headers: dict[str, str] | None, data: bytes) -> ContractError | None:
+    """The ContractError an error reply carries, or None for a successful reply."""
+    if not headers or ERROR_HEADER not in headers:
+        return None
+    try:
+        return ContractError.from_body(ErrorBody.model_validate_json(data))
+    except ValidationError:
+        code = headers.get(ERROR_HEADER, "internal")
+        known = code if code in ErrorCode.__members__ else ErrorCode.internal
+        return ContractError(known, data.decode("utf-8", "replace") or code)
+
+
+async def request(
+    nc: NATS,
+    subject: str,
+    payload: BaseModel,
+    reply_model: type[T],
+    *,
+    timeout: float,
+    unavailable_code: ErrorCode = ErrorCode.unavailable,
+) -> T:
+    """Request/reply with a deadline; no responders → `unavailable_code`, no answer → timeout."""
+    tracer = trace.get_tracer("quiz_servicekit.nats")
+    with tracer.start_as_current_span(
+        f"send {subject}",
+        kind=SpanKind.PRODUCER,
+        attributes={"messaging.system": "nats", "messaging.destination.name": subject},
+    ) as span:
+        try:
+            msg = await nc.request(
+                subject,
+                payload.model_dump_json().encode(),
+                timeout=timeout,
+                headers=inject_headers(),
+            )
+        except NoRespondersError as e:
+            span.set_status(Status(StatusCode.ERROR, "no responders"))
+            raise ContractError(unavailable_code, f"no service answers on {subject}") from e
+        except NatsTimeoutError as e:
+            span.set_status(Status(StatusCode.ERROR, "timeout"))
+            raise ContractError(
+                ErrorCode.timeout, f"{subject} did not answer within {timeout:g} s"
+            ) from e
+        error = error_from_reply(msg.headers, msg.data)
+        if error is not None:
+            span.set_attribute("error.type", str(error.code))
+            raise error
+        try:
+            return reply_model.model_validate_json(msg.data)
+        except ValidationError as e:
+            span.set_status(Status(StatusCode.ERROR, "bad reply"))
+            raise ContractError(
+                ErrorCode.internal,
+                f"{subject} answered a reply that is not a {reply_model.__name__}",
+            ) from e

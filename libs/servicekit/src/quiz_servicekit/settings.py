@@ -1,0 +1,32 @@
+"""Settings shared by every service; a service subclasses with its own env prefix for its fields."""
+
+from __future__ import annotations
+
+from pydantic import AliasChoices, Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+def _env(name: str) -> AliasChoices:
+    """Shared settings read their plain, unprefixed environment names (NATS_URL, DATABASE_URL…)."""
+    return AliasChoices(name.lower(), name)
+
+
+class ServiceSettings(BaseSettings):
+    """What every service needs to run: NATS, HTTP, database, JWT keys, logging."""
+
+    model_config = SettingsConfigDict(extra="ignore", populate_by_name=True)
+
+    nats_url: str = Field("nats://127.0.0.1:4222", validation_alias=_env("NATS_URL"))
+    http_host: str = Field("127.0.0.1", validation_alias=_env("HTTP_HOST"))
+    # 0 picks a free port; the bound port is what $SRV.INFO advertises.
+    http_port: int = Field(0, validation_alias=_env("HTTP_PORT"))
+    # The base URL ops should use (behind a Service or ingress); defaults to the bound address.
+    public_url: str | None = Field(None, validation_alias=_env("PUBLIC_URL"))
+    database_url: str | None = Field(None, validation_alias=_env("DATABASE_URL"))
+    jwks_file: str | None = Field(None, validation_alias=_env("JWKS_FILE"))
+    jwks_url: str | None = Field(None, validation_alias=_env("JWKS_URL"))
+    jwt_issuer: str | None = Field(None, validation_alias=_env("JWT_ISSUER"))
+    jwt_audience: str | None = Field(None, validation_alias=_env("JWT_AUDIENCE"))
+    log_level: str = Field("INFO", validation_alias=_env("LOG_LEVEL"))
+    # Requests handled at once per NATS endpoint; more wait in the subscription's queue.
+    nats_max_concurrency: int = Field(256, validation_alias=_env("NATS_MAX_CONCURRENCY"))

@@ -1,0 +1,34 @@
+"""poll: app factory and entry point."""
+
+from __future__ import annotations
+
+from fastapi import FastAPI
+
+from quiz_poll.config import Settings
+from quiz_servicekit.app import ServiceRuntime, create_service_app, serve
+
+NAME = "poll"
+VERSION = "0.1.0"
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    """The poll app: NATS, database and micro registration happen in its lifespan."""
+    settings = settings or Settings()
+    runtime = ServiceRuntime(
+        name=NAME,
+        version=VERSION,
+        description="Brainstorm poll and its AI moderation (ADR-071)",
+        settings=settings,
+        needs_db=True,
+    )
+    return create_service_app(runtime)
+
+
+def run() -> None:
+    """Console entry point: `quiz-poll`."""
+    settings = Settings()
+    serve(create_app(settings), settings)
+
+
+if __name__ == "__main__":
+    run()
