@@ -149,7 +149,14 @@ def create_service_app(
             if runtime._engine is not None:
                 await runtime._engine.dispose()
 
-    app = FastAPI(title=runtime.name, version=runtime.version, lifespan=lifespan)
+    # FastAPI's own telemetry is off: TelemetryMiddleware makes the one SERVER span per request
+    # and the Prometheus RED metrics, the same way for every service.
+    app = FastAPI(
+        title=runtime.name,
+        version=runtime.version,
+        lifespan=lifespan,
+        telemetry={"tracing": False, "metrics": False, "logs": False, "operation_spans": False},
+    )
     app.state.runtime = runtime
     app.state.jwt_verifier = (
         JwtVerifier(
