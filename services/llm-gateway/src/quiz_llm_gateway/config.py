@@ -1,0 +1,106 @@
+"""Settings of the gateway (env prefix LLM_GATEWAY_; the plain ADR names are accepted too)."""
+
+from __future__ import annotations
+
+import json
+from decimal import Decimal
+from typing import Any
+
+from pydantic import AliasChoices, Field, field_validator
+from pydantic_settings import SettingsConfigDict
+
+from quiz_contracts.llm import Purpose
+from quiz_servicekit.settings import ServiceSettings
+
+DEFAULT_SONNET = "claude-sonnet-4-5"
+DEFAULT_HAIKU = "claude-haiku-4-5"
+
+DEFAULT_PURPOSE_MODELS: dict[str, str] = {
+    p.value: (DEFAULT_HAIKU if p is Purpose.poll else DEFAULT_SONNET) for p in Purpose
+}
+
+# Per (person, purpose) per minute. ADR-059 §5 and ADR-060 §1: ten for the wand and "Review now".
+DEFAULT_RATE_LIMITS: dict[str, int] = {
+    "generate": 10,
+    "review": 10,
+    "lesson_fix": 10,
+    "assistant": 30,
+    "poll": 60,
+}
+
+
+def _alias(name: str) -> AliasChoices:
+    return AliasChoices(f"LLM_GATEWAY_{name}", name)
+
+
+def _json_object(value: Any) -> Any:
+    if isinstance(value, str):
+        value = value.strip()
+        return json.loads(value) if value else {}
+    return value
+
+
+class Settings(ServiceSettings):
+    """Everything the gateway reads from the environment (NATS, DB, HTTP: the shared names)."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="LLM_GATEWAY_", extra="ignore", populate_by_name=True
+    )
+
+    anthropic_api_key: str | None = Field(
+        default=None, validation_alias=_alias("ANTHROPIC_API_KEY")
+    )
+    anthropic_base_url: str | None = Field(
+        default=None, validation_alias=_alias("ANTHROPIC_BASE_URL")
+    )
+    daily_cap_usd: Decimal = Field(
+        default=Decimal("20"), ge=0, validation_alias=_alias("LLM_DAILY_CAP_USD")
+    )
+    purpose_models: dict[str, str] = Field(
+        default_factory=dict, validation_alias=_alias("PURPOSE_MODELS")
+    )
+    model_prices: dict[str, dict[str, Any]] = Field(
+        default_factory=dict,
+        validation_alias=_alias("MODEL_PRICES"),
+        description="Model → {input, output} USD per MTok, merged on the defaults.",
+    )
+    rate_limits: dict[str, int] = Field(
+        default_factory=dict,
+        validation_alias=_alias("LLM_RATE_LIMITS"),
+        description="Per purpose, calls per person per minute, merged on the defaults; 0 = none.",
+    )
+    rate_window_s: float = 60.0
+    max_in_flight: int = Field(
+        default=64, ge=1, description="Provider calls in flight per replica."
+    )
+    complete_concurrency: int = Field(
+        default=1024, ge=1, description="llm.v1.complete requests in hand at once per replica."
+    )
+    default_deadline_s: float = 60.0
+    provider_timeout_s: float = 120.0
+    provider_max_retries: int = Field(default=3, ge=0)
+    backoff_base_s: float = 0.5
+    backoff_max_s: float = 8.0
+    circuit_failures: int = 5
+    circuit_cooldown_s: float = 30.0
+    reservation_grace_s: float = Field(
+        default=120.0, description="A reservation outlives its call's deadline by this much."
+    )
+    sweep_interval_s: float = 15.0
+    idempotency_ttl_s: float = 600.0
+
+    @field_validator("purpose_models", "model_prices", "rate_limits", mode="before")
+    @classmethod
+    def _parse_json(cls, value: Any) -> Any:
+        return _json_object(value)
+
+    def models(self) -> dict[str, str]:
+        """Purpose → model, the defaults overridden by PURPOSE_MODELS."""
+        unknown = set(self.purpose_models) - {p.value for p in Purpose}
+        if unknown:
+            raise ValueError(f"PURPOSE_MODELS names unknown purposes: {sorted(unknown)}")
+        return {**DEFAULT_PURPOSE_MODELS, **self.purpose_models}
+
+    def limits(self) -> dict[str, int]:
+        """Purpose → calls per person per window."""
+        return {**DEFAULT_RATE_LIMITS, **self.rate_limits}

@@ -1,0 +1,1 @@
+"""Pure core of the gateway: prices, worst-case estimates, days, rate windows, circuit, outputs."""

@@ -1,0 +1,99 @@
+"""Prices and worst-case cost: integer micro-dollars, never float."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from decimal import ROUND_CEILING, Decimal
+from typing import Any
+
+MICROS_PER_USD = 1_000_000
+TOKENS_PER_MILLION = 1_000_000
+
+# Tokens the provider adds around a request: the tool-use system prompt (documented at ~350
+# tokens for a forced tool), role markers per message, the system block. Over-counted on purpose.
+REQUEST_OVERHEAD_TOKENS = 600
+PER_MESSAGE_OVERHEAD_TOKENS = 16
+
+
+class PricingError(ValueError):
+    """A model is configured without a price: a start-up error, never a $0 call."""
+
+
+@dataclass(frozen=True, slots=True)
+class ModelPrice:
+    """USD per million input and output tokens."""
+
+    input_usd_per_mtok: Decimal
+    output_usd_per_mtok: Decimal
+
+    def cost_micros(self, input_tokens: int, output_tokens: int) -> int:
+        """Cost in micro-dollars, rounded up so rounding never undercounts."""
+        usd = (
+            Decimal(input_tokens) * self.input_usd_per_mtok
+            + Decimal(output_tokens) * self.output_usd_per_mtok
+        ) / TOKENS_PER_MILLION
+        return int((usd * MICROS_PER_USD).to_integral_value(rounding=ROUND_CEILING))
+
+
+# List prices (USD per MTok) of the Anthropic models the defaults use; extend with MODEL_PRICES.
+DEFAULT_PRICES: dict[str, ModelPrice] = {
+    "claude-haiku-4-5": ModelPrice(Decimal("1"), Decimal("5")),
+    "claude-haiku-4-5-20251001": ModelPrice(Decimal("1"), Decimal("5")),
+    "claude-sonnet-4-5": ModelPrice(Decimal("3"), Decimal("15")),
+    "claude-sonnet-4-5-20250929": ModelPrice(Decimal("3"), Decimal("15")),
+    "claude-opus-4-5": ModelPrice(Decimal("5"), Decimal("25")),
+    "claude-opus-4-5-20251101": ModelPrice(Decimal("5"), Decimal("25")),
+}
+
+
+def parse_prices(raw: dict[str, Any]) -> dict[str, ModelPrice]:
+    """Read `{model: {"input": usd_per_mtok, "output": usd_per_mtok}}` as exact decimals."""
+    prices: dict[str, ModelPrice] = {}
+    for model, entry in raw.items():
+        try:
+            price = ModelPrice(Decimal(str(entry["input"])), Decimal(str(entry["output"])))
+        except (KeyError, TypeError, ArithmeticError) as exc:
+            raise PricingError(f"price of {model!r} needs numeric 'input' and 'output'") from exc
+        if price.input_usd_per_mtok < 0 or price.output_usd_per_mtok < 0:
+            raise PricingError(f"price of {model!r} is negative")
+        if price.input_usd_per_mtok == 0 and price.output_usd_per_mtok == 0:
+            raise PricingError(f"price of {model!r} is $0: an unknown price is not free")
+        prices[model] = price
+    return prices
+
+
+def check_models_priced(models: dict[str, str], prices: dict[str, ModelPrice]) -> None:
+    """Refuse to start when a purpose's model has no price."""
+    missing = sorted({m for m in models.values() if m not in prices})
+    if missing:
+        raise PricingError(f"no price for model(s) {', '.join(missing)}: set MODEL_PRICES")
+
+
+def estimate_input_tokens(
+    system: str | None, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None
+) -> int:
+    """An upper bound of input tokens: a byte-level tokenizer makes no more tokens than bytes."""
+    size = len((system or "").encode())
+    for message in messages:
+        content = message["content"]
+        text = content if isinstance(content, str) else json.dumps(content, ensure_ascii=False)
+        size += len(text.encode()) + PER_MESSAGE_OVERHEAD_TOKENS
+    if tools:
+        size += len(json.dumps(tools, ensure_ascii=False).encode())
+    return size + REQUEST_OVERHEAD_TOKENS
+
+
+def worst_case_micros(price: ModelPrice, input_tokens_bound: int, max_output_tokens: int) -> int:
+    """The most a request can cost: the input bound plus every output token allowed."""
+    return price.cost_micros(input_tokens_bound, max_output_tokens)
+
+
+def usd(micros: int) -> Decimal:
+    """Micro-dollars as an exact Decimal of USD."""
+    return (Decimal(micros) / MICROS_PER_USD).quantize(Decimal("0.000001"))
+
+
+def micros(amount_usd: Decimal | str | int) -> int:
+    """USD (Decimal or string) as integer micro-dollars, rounded down (a cap never grows)."""
+    return int(Decimal(str(amount_usd)) * MICROS_PER_USD)

@@ -1,0 +1,87 @@
+"""SQLModel tables of the gateway: the day's budget, open reservations, the ledger, rate events."""
+
+from __future__ import annotations
+
+from datetime import date, datetime
+
+from sqlalchemy import BigInteger, Column, Date, DateTime, Double, Index, Integer, String
+from sqlmodel import Field, SQLModel
+
+
+class BudgetDay(SQLModel, table=True):
+    """One row per Zurich day: spent + reserved never exceeds cap (one conditional UPDATE)."""
+
+    __tablename__ = "budget_days"
+
+    day: date = Field(sa_column=Column(Date, primary_key=True))
+    cap_micros: int = Field(sa_column=Column(BigInteger, nullable=False))
+    reserved_micros: int = Field(default=0, sa_column=Column(BigInteger, nullable=False))
+    spent_micros: int = Field(default=0, sa_column=Column(BigInteger, nullable=False))
+
+
+class Reservation(SQLModel, table=True):
+    """A provider request's worst-case cost, held until settled or expired."""
+
+    __tablename__ = "reservations"
+    __table_args__ = (Index("ix_reservations_expires_at", "expires_at"),)
+
+    id: str = Field(sa_column=Column(String(36), primary_key=True))
+    call_id: str = Field(sa_column=Column(String(36), nullable=False))
+    request_id: str | None = Field(default=None, sa_column=Column(String(200), nullable=True))
+    day: date = Field(sa_column=Column(Date, nullable=False))
+    amount_micros: int = Field(sa_column=Column(BigInteger, nullable=False))
+    created_at: float = Field(sa_column=Column(Double, nullable=False))
+    expires_at: float = Field(sa_column=Column(Double, nullable=False))
+
+
+class LedgerEntry(SQLModel, table=True):
+    """One row per provider attempt or refusal: who, why, which model, tokens, cost, outcome."""
+
+    __tablename__ = "llm_ledger"
+    __table_args__ = (
+        Index("ix_llm_ledger_day_purpose", "day", "purpose"),
+        Index("ix_llm_ledger_day_billed_to", "day", "billed_to"),
+        Index("ix_llm_ledger_request_id", "request_id"),
+    )
+
+    id: int | None = Field(
+        default=None,
+        sa_column=Column(
+            BigInteger().with_variant(Integer, "sqlite"), primary_key=True, autoincrement=True
+        ),
+    )
+    at: datetime = Field(sa_column=Column(DateTime(timezone=True), nullable=False))
+    day: date = Field(sa_column=Column(Date, nullable=False))
+    call_id: str = Field(sa_column=Column(String(36), nullable=False))
+    attempt: int = Field(sa_column=Column(Integer, nullable=False))
+    purpose: str = Field(sa_column=Column(String(32), nullable=False))
+    person: str | None = Field(default=None, sa_column=Column(String(200), nullable=True))
+    billed_to: str | None = Field(default=None, sa_column=Column(String(200), nullable=True))
+    model: str = Field(sa_column=Column(String(100), nullable=False))
+    effort: str = Field(sa_column=Column(String(16), nullable=False))
+    input_tokens: int = Field(sa_column=Column(BigInteger, nullable=False))
+    output_tokens: int = Field(sa_column=Column(BigInteger, nullable=False))
+    cost_micros: int = Field(sa_column=Column(BigInteger, nullable=False))
+    reserved_micros: int = Field(sa_column=Column(BigInteger, nullable=False))
+    outcome: str = Field(sa_column=Column(String(32), nullable=False))
+    error_code: str | None = Field(default=None, sa_column=Column(String(64), nullable=True))
+    provider_requests: int = Field(sa_column=Column(Integer, nullable=False))
+    latency_ms: int = Field(sa_column=Column(Integer, nullable=False))
+    request_id: str | None = Field(default=None, sa_column=Column(String(200), nullable=True))
+    trace_id: str | None = Field(default=None, sa_column=Column(String(32), nullable=True))
+
+
+class RateEvent(SQLModel, table=True):
+    """One admitted call of a (person, purpose) key: the sliding log of the rate limit."""
+
+    __tablename__ = "rate_events"
+    __table_args__ = (Index("ix_rate_events_key_at", "key", "at"),)
+
+    id: int | None = Field(
+        default=None,
+        sa_column=Column(
+            BigInteger().with_variant(Integer, "sqlite"), primary_key=True, autoincrement=True
+        ),
+    )
+    key: str = Field(sa_column=Column(String(300), nullable=False))
+    at: float = Field(sa_column=Column(Double, nullable=False))
