@@ -1,0 +1,40 @@
+# The README's commands. `make run` and `make test` create the environment when it is missing.
+SHELL := /bin/bash
+UV := $(shell command -v uv 2>/dev/null || echo "python3 -m uv")
+export PATH := $(CURDIR)/.data/tools/bin:$(PATH)
+
+.PHONY: run test lint typecheck unit bench token env clean
+
+env: .venv/.synced
+
+.venv/.synced: pyproject.toml uv.lock libs/*/pyproject.toml services/*/pyproject.toml
+	@command -v uv >/dev/null 2>&1 || python3 -m uv --version >/dev/null 2>&1 || python3 -m pip install --quiet uv
+	$(UV) sync --frozen --all-packages
+	@touch $@
+
+run: env
+	$(UV) run --no-sync python scripts/devrun.py
+
+test: env lint typecheck
+	@scripts/ensure-test-tools.sh
+	@$(UV) run --no-sync pytest; rc=$$?; \
+	if [ $$rc -eq 5 ]; then echo "pytest collected no test: failing on purpose"; exit 1; fi; exit $$rc
+
+lint: env
+	$(UV) run --no-sync ruff check .
+	$(UV) run --no-sync ruff format --check .
+
+typecheck: env
+	$(UV) run --no-sync mypy libs/contracts/src libs/servicekit/src libs/testkit/src
+
+unit: env
+	$(UV) run --no-sync pytest -m "not integration and not e2e"
+
+bench: env
+	@for b in bench/*.py; do echo "== $$b"; $(UV) run --no-sync python $$b || exit 1; done
+
+token: env
+	@$(UV) run --no-sync python scripts/devtoken.py --sub "$${SUB:-teacher-1}" --grants "$${GRANTS:-}"
+
+clean:
+	rm -rf .data .venv

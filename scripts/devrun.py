@@ -1,0 +1,208 @@
+"""`make run`: the whole system on embedded defaults, as separate processes, with clean shutdown.
+
+Starts a nats-server with JetStream (data under .data/nats) unless NATS_URL names one, creates a
+dev JWT signing key on first run, then runs the six services with prefixed, coloured logs.
+Ctrl-C (or SIGTERM) stops every child; children also die with this process (PDEATHSIG).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA = Path(os.environ.get("QUIZ_DATA_DIR", ROOT / ".data")).resolve()
+BIN = Path(sys.executable).parent
+COLOURS = ["\033[36m", "\033[33m", "\033[32m", "\033[35m", "\033[34m", "\033[91m", "\033[37m"]
+RESET = "\033[0m"
+
+
+@dataclass
+class Service:
+    name: str
+    module: str
+    port: int
+
+
+SERVICES = [
+    Service("llm-gateway", "quiz_llm_gateway.main", 8101),
+    Service("runner", "quiz_runner.main", 8102),
+    Service("editor-assist", "quiz_editor_assist.main", 8103),
+    Service("review", "quiz_review.main", 8104),
+    Service("poll", "quiz_poll.main", 8105),
+    Service("lesson-fix", "quiz_lesson_fix.main", 8106),
+]
+
+
+def port_free(port: int) -> bool:
+    """Nobody listens on the port (a server using SO_REUSEADDR would not block a bind)."""
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=0.3):
+            return False
+    except OSError:
+        pass
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+        return True
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def die_with_parent() -> None:
+    """Runs in the child before exec: SIGTERM it when this runner dies, however it dies."""
+    libc = ctypes.CDLL("libc.so.6", use_errno=True)
+    pr_set_pdeathsig = 1
+    libc.prctl(pr_set_pdeathsig, signal.SIGTERM)
+
+
+def pump(prefix: str, colour: str, stream: object) -> None:
+    """Copy a child's output line by line, prefixed and coloured."""
+    tty = sys.stdout.isatty()
+    for raw in iter(stream.readline, b""):  # type: ignore[attr-defined]
+        line = raw.decode("utf-8", "replace").rstrip("\n")
+        tag = f"{colour}{prefix:>13} |{RESET}" if tty else f"{prefix:>13} |"
+        print(f"{tag} {line}", flush=True)
+
+
+def start(name: str, argv: list[str], env: dict[str, str], colour: str) -> subprocess.Popen[bytes]:
+    proc = subprocess.Popen(
+        argv,
+        env=env,
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
+        # Own process group: the terminal's Ctrl-C reaches the runner only, which stops the
+        # children in order instead of all of them racing.
+        start_new_session=True,
+        preexec_fn=die_with_parent,
+    )
+    threading.Thread(target=pump, args=(name, colour, proc.stdout), daemon=True).start()
+    return proc
+
+
+def is_ready(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(f"{url}/readyz", timeout=1) as r:  # noqa: S310 (our URL)
+            return bool(r.status == 200)
+    except OSError:
+        return False
+
+
+def exited(procs: list[tuple[str, subprocess.Popen[bytes]]]) -> str | None:
+    """The name of a child that has exited, if any."""
+    for name, p in procs:
+        if p.poll() is not None:
+            return f"{name} exited with {p.returncode}"
+    return None
+
+
+def stop_all(procs: list[tuple[str, subprocess.Popen[bytes]]]) -> None:
+    """SIGTERM every child's group, wait, then SIGKILL what is left: no orphan survives."""
+    for _, p in reversed(procs):
+        if p.poll() is None:
+            try:
+                os.killpg(p.pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+    deadline = time.monotonic() + 15
+    for name, p in reversed(procs):
+        try:
+            p.wait(max(0.1, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            print(f"{name} did not stop in time; killing it", flush=True)
+            try:
+                os.killpg(p.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            p.wait()
+
+
+def main() -> int:
+    DATA.mkdir(parents=True, exist_ok=True)
+    sys.path.insert(0, str(ROOT / "libs" / "testkit" / "src"))
+    from quiz_testkit.jwt_keys import SigningKeys
+
+    keys = SigningKeys.load_or_create(DATA / "dev-keys")
+    procs: list[tuple[str, subprocess.Popen[bytes]]] = []
+    stopping = threading.Event()
+
+    def on_signal(signum: int, _frame: object) -> None:
+        stopping.set()
+
+    signal.signal(signal.SIGINT, on_signal)
+    signal.signal(signal.SIGTERM, on_signal)
+
+    nats_url = os.environ.get("NATS_URL")
+    if not nats_url:
+        port = 4222 if port_free(4222) else free_port()
+        nats_url = f"nats://127.0.0.1:{port}"
+        argv = [str(BIN / "nats-server"), "-a", "127.0.0.1", "-p", str(port), "-js"]
+        argv += ["-sd", str(DATA / "nats")]
+        procs.append(("nats", start("nats", argv, dict(os.environ), COLOURS[6])))
+        time.sleep(0.3)
+    env = dict(os.environ)
+    env.update(
+        {
+            "NATS_URL": nats_url,
+            "JWKS_FILE": str(keys.jwks_path),
+            "QUIZ_DATA_DIR": str(DATA),
+            "PYTHONUNBUFFERED": "1",
+        }
+    )
+    urls: dict[str, str] = {}
+    for i, svc in enumerate(SERVICES):
+        port = svc.port if port_free(svc.port) else free_port()
+        urls[svc.name] = f"http://127.0.0.1:{port}"
+        child_env = {**env, "HTTP_PORT": str(port)}
+        argv = [sys.executable, "-m", svc.module]
+        procs.append((svc.name, start(svc.name, argv, child_env, COLOURS[i])))
+
+    try:
+        pending = dict(urls)
+        deadline = time.monotonic() + 120
+        while pending and not stopping.is_set() and time.monotonic() < deadline:
+            if (why := exited(procs)) is not None:
+                print(f"{why}; stopping the system", flush=True)
+                return 1
+            pending = {n: u for n, u in pending.items() if not is_ready(u)}
+            stopping.wait(0.3)
+        if stopping.is_set():
+            return 0
+        rows = [f"  {'service':<14} {'url':<26} ready"]
+        rows += [f"  {n:<14} {u:<26} {'NO' if n in pending else 'yes'}" for n, u in urls.items()]
+        print("\n".join(["", f"NATS: {nats_url}", *rows, ""]), flush=True)
+        print(
+            "Mint a dev token:  make token SUB=teacher-1 GRANTS='question:42=contributor:mcq:7'\n"
+            "Without ANTHROPIC_API_KEY the gateway answers llm_not_configured.\n"
+            "Ctrl-C stops everything.\n",
+            flush=True,
+        )
+        while not stopping.is_set():
+            if (why := exited(procs)) is not None:
+                print(f"{why}; stopping the system", flush=True)
+                return 1
+            stopping.wait(0.5)
+    finally:
+        stop_all(procs)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Tools the tests use beyond Python packages: promtool (checks /metrics) and a Docker engine
+# (the runner's docker backend). Installed only when missing and only when we are root with
+# apt-get (CI and these dev machines); elsewhere the tests that need them say why they skip.
+set -u
+tools="$(cd "$(dirname "$0")/.." && pwd)/.data/tools"
+mkdir -p "$tools/bin"
+can_apt() { [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; }
+apt_updated=0
+apt_update() { [ $apt_updated = 1 ] || { apt-get update -qq >/dev/null 2>&1; apt_updated=1; }; }
+
+if ! command -v promtool >/dev/null && [ ! -x "$tools/bin/promtool" ] && can_apt; then
+  # The prometheus package ships promtool; unpacking it avoids installing a server.
+  tmp=$(mktemp -d)
+  apt_update
+  if (cd "$tmp" && apt-get download -qq prometheus >/dev/null 2>&1); then
+    dpkg -x "$tmp"/prometheus_*.deb "$tmp/x" && cp "$tmp/x/usr/bin/promtool" "$tools/bin/"
+  fi
+  rm -rf "$tmp"
+fi
+if ! command -v dockerd >/dev/null && can_apt; then
+  apt_update
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq docker.io >/dev/null 2>&1 || true
+fi
+exit 0
