@@ -20,7 +20,7 @@ async def serve_app(app: FastAPI, settings: ServiceSettings) -> AsyncIterator[st
     app.state.bound_port = sock.getsockname()[1]
     server = uvicorn_server(app, settings)
     # Signals belong to pytest, not to each in-process server.
-    server.capture_signals = contextlib.nullcontext  # type: ignore[method-assign]
+    server.capture_signals = contextlib.nullcontext  # type: ignore[method-assign,assignment]
     task = asyncio.create_task(server.serve(sockets=[sock]))
     while not server.started:
         if task.done():
