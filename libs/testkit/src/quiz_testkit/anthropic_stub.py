@@ -1,0 +1,659 @@
+"""Anthropic Messages API stub server, scripted per call, for tests and benches."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import collections
+import contextlib
+import json
+import math
+import socket
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import uvicorn
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+__all__ = ["AnthropicStub", "RecordedRequest", "StubReply", "main", "minimal_instance"]
+
+ReplyKind = Literal["tool", "malformed_tool", "text", "error", "slow", "auto", "callable", "raw"]
+
+# Error `type` the real API puts in the body for each status.
+ERROR_TYPES: dict[int, str] = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    402: "billing_error",
+    403: "permission_error",
+    404: "not_found_error",
+    413: "request_too_large",
+    429: "rate_limit_error",
+    500: "api_error",
+    504: "timeout_error",
+    529: "overloaded_error",
+}
+
+# Default messages worded like the real API's, for logs that read naturally.
+ERROR_MESSAGES: dict[str, str] = {
+    "rate_limit_error": "Number of request tokens has exceeded your per-minute rate limit",
+    "overloaded_error": "Overloaded",
+    "api_error": "Internal server error",
+    "invalid_request_error": "Invalid request",
+    "authentication_error": "invalid x-api-key",
+}
+
+AUTO_TEXT = "Stub reply."
+_MAX_SCHEMA_DEPTH = 32
+
+
+@dataclass(frozen=True, slots=True)
+class StubReply:
+    """One scripted reply; build it with the class methods, not the constructor."""
+
+    kind: ReplyKind
+    payload: Any = None
+    usage: Mapping[str, int] | None = None
+    tool_name: str | None = None
+    stop_reason: str = "end_turn"
+    status: int = 200
+    error_type: str | None = None
+    message: str | None = None
+    retry_after: float | None = None
+    delay: float = 0.0
+    inner: StubReply | None = None
+    fn: Callable[[dict[str, Any]], StubReply] | None = None
+    headers: Mapping[str, str] | None = None
+
+    @classmethod
+    def tool(
+        cls,
+        input: Mapping[str, Any],
+        usage: Mapping[str, int] | None = None,
+        *,
+        name: str | None = None,
+    ) -> StubReply:
+        """A tool_use block with this input, named after the forced (else first) tool by default."""
+        return cls("tool", payload=dict(input), usage=usage, tool_name=name, stop_reason="tool_use")
+
+    @classmethod
+    def malformed_tool(
+        cls, raw_input: Mapping[str, Any], usage: Mapping[str, int] | None = None
+    ) -> StubReply:
+        """A tool_use block whose input is sent as given, typically not matching the schema."""
+        return cls("malformed_tool", payload=dict(raw_input), usage=usage, stop_reason="tool_use")
+
+    @classmethod
+    def text(
+        cls, text: str, usage: Mapping[str, int] | None = None, *, stop_reason: str = "end_turn"
+    ) -> StubReply:
+        """A text block; `stop_reason="max_tokens"` simulates a truncated answer."""
+        return cls("text", payload=text, usage=usage, stop_reason=stop_reason)
+
+    @classmethod
+    def error(
+        cls,
+        status: int,
+        *,
+        retry_after: float | None = None,
+        message: str | None = None,
+        error_type: str | None = None,
+    ) -> StubReply:
+        """An error response with the real body shape and an optional `retry-after` header."""
+        default_type = "api_error" if status >= 500 else "invalid_request_error"
+        return cls(
+            "error",
+            status=status,
+            error_type=error_type or ERROR_TYPES.get(status, default_type),
+            message=message,
+            retry_after=retry_after,
+        )
+
+    @classmethod
+    def slow(cls, seconds: float, reply: StubReply) -> StubReply:
+        """Wait `seconds` without blocking the server, then send `reply`."""
+        return cls("slow", delay=seconds, inner=reply)
+
+    @classmethod
+    def auto(cls) -> StubReply:
+        """The minimal valid instance of the forced tool's schema, else a short text."""
+        return cls("auto")
+
+    @classmethod
+    def callable(cls, fn: Callable[[dict[str, Any]], StubReply]) -> StubReply:
+        """Decide per request: `fn(request_body)` returns the reply to send."""
+        return cls("callable", fn=fn)
+
+    @classmethod
+    def raw(
+        cls,
+        status: int,
+        body: str | bytes,
+        *,
+        headers: Mapping[str, str] | None = None,
+    ) -> StubReply:
+        """Arbitrary bytes as the response body, e.g. malformed JSON."""
+        data = body.encode() if isinstance(body, str) else body
+        return cls("raw", status=status, payload=data, headers=headers)
+
+
+@dataclass(frozen=True, slots=True)
+class RecordedRequest:
+    """A `POST /v1/messages` the stub received: JSON body and lower-cased headers."""
+
+    body: dict[str, Any]
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+def estimate_input_tokens(body: Mapping[str, Any]) -> int:
+    """Cheap token estimate of a request: JSON length of system, messages and tools over 4."""
+    size = sum(len(_dumps(body[key])) for key in ("system", "messages", "tools") if key in body)
+    return max(1, size // 4)
+
+
+def _resolve_ref(root: Mapping[str, Any], ref: str) -> Mapping[str, Any]:
+    if not ref.startswith("#"):
+        raise ValueError(f"only local $ref is supported, got {ref!r}")
+    node: Any = root
+    for part in ref.lstrip("#").split("/"):
+        if part:
+            node = node[part.replace("~1", "/").replace("~0", "~")]
+    return node
+
+
+_FORMAT_EXAMPLES: dict[str, str] = {
+    "date-time": "2024-01-01T00:00:00Z",
+    "date": "2024-01-01",
+    "time": "00:00:00Z",
+    "email": "a@example.com",
+    "uri": "https://example.com/",
+    "uuid": "00000000-0000-4000-8000-000000000000",
+}
+
+
+def _minimal_number(schema: Mapping[str, Any], integer: bool, variant: int) -> int | float:
+    def bound(key: str) -> float | None:
+        value = schema.get(key)
+        # Draft-4 boolean exclusive flags are not used by tool schemas; ignore them.
+        return value if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+    low, high = bound("minimum"), bound("maximum")
+    exclusive_low, exclusive_high = bound("exclusiveMinimum"), bound("exclusiveMaximum")
+    step = bound("multipleOf")
+
+    def fit(value: float) -> float:
+        value = math.ceil(value / step) * step if step else value
+        return math.ceil(value) if integer else value
+
+    def valid(value: float) -> bool:
+        return (
+            (low is None or value >= low)
+            and (high is None or value <= high)
+            and (exclusive_low is None or value > exclusive_low)
+            and (exclusive_high is None or value < exclusive_high)
+        )
+
+    if low is not None:
+        start = low
+    elif exclusive_low is not None:
+        start = math.floor(exclusive_low) + 1 if integer else exclusive_low + 1
+    else:
+        start = 0
+    # Smallest first; then the upper bounds and the middle for narrow or upper-bounded ranges.
+    candidates = [start + variant, start]
+    candidates += [
+        v for v in (high, None if exclusive_high is None else exclusive_high - 1) if v is not None
+    ]
+    lower = low if low is not None else exclusive_low
+    upper = high if high is not None else exclusive_high
+    if lower is not None and upper is not None:
+        candidates.append((lower + upper) / 2)
+    fitted = next((fit(c) for c in candidates if valid(fit(c))), fit(start))
+    return int(fitted) if integer else fitted
+
+
+def _minimal(root: Mapping[str, Any], schema: Any, variant: int, depth: int) -> Any:
+    if depth > _MAX_SCHEMA_DEPTH:
+        raise ValueError("schema too deep (recursive $ref with required fields?)")
+    if schema is True or not isinstance(schema, Mapping):
+        return {}
+    if "$ref" in schema:
+        target = dict(_resolve_ref(root, schema["$ref"]))
+        # Siblings of $ref (2020-12) refine the target; ours only need shallow merging.
+        target.update({k: v for k, v in schema.items() if k != "$ref"})
+        return _minimal(root, target, variant, depth + 1)
+    if "const" in schema:
+        return schema["const"]
+    if "enum" in schema:
+        return schema["enum"][0]
+    if "allOf" in schema:
+        merged: dict[str, Any] = {k: v for k, v in schema.items() if k != "allOf"}
+        for part in schema["allOf"]:
+            part = _resolve_ref(root, part["$ref"]) if "$ref" in part else part
+            for key, value in part.items():
+                if key in ("properties", "$defs") and key in merged:
+                    merged[key] = {**merged[key], **value}
+                elif key == "required" and key in merged:
+                    merged[key] = [*merged[key], *value]
+                else:
+                    merged[key] = value
+        return _minimal(root, merged, variant, depth + 1)
+    for combinator in ("anyOf", "oneOf"):
+        if combinator in schema:
+            return _minimal(root, schema[combinator][0], variant, depth + 1)
+
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        kind = kind[0]
+    if kind is None:
+        if "properties" in schema or "required" in schema:
+            kind = "object"
+        elif "items" in schema or "prefixItems" in schema:
+            kind = "array"
+        else:
+            return {}
+
+    if kind == "object":
+        props: Mapping[str, Any] = schema.get("properties", {})
+        return {
+            name: _minimal(root, props.get(name, {}), variant, depth + 1)
+            for name in schema.get("required", [])
+        }
+    if kind == "array":
+        prefix: Sequence[Any] = schema.get("prefixItems", [])
+        count = schema.get("minItems", 0)
+        items = schema.get("items", {})
+        # Distinct variants keep `uniqueItems` (and callers' own distinctness checks) satisfied.
+        return [
+            _minimal(root, prefix[i] if i < len(prefix) else items, i, depth + 1)
+            for i in range(count)
+        ]
+    if kind == "string":
+        if "format" in schema and schema["format"] in _FORMAT_EXAMPLES:
+            return _FORMAT_EXAMPLES[schema["format"]]
+        length = schema.get("minLength", 0)
+        if variant and not length:
+            length = 1
+        length = min(length, schema.get("maxLength", length))
+        return chr(ord("a") + variant % 26) * length
+    if kind == "integer":
+        return _minimal_number(schema, True, variant)
+    if kind == "number":
+        return _minimal_number(schema, False, variant)
+    if kind == "boolean":
+        return False
+    if kind == "null":
+        return None
+    raise ValueError(f"unsupported schema type {kind!r}")
+
+
+def minimal_instance(schema: Mapping[str, Any]) -> Any:
+    """The smallest value valid against a JSON Schema (the subset tool schemas use)."""
+    return _minimal(schema, schema, 0, 0)
+
+
+def _forced_tool(body: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The tool the request makes the model call, if any (`tool_choice` tool, or any → first)."""
+    tools = body.get("tools") or []
+    choice = body.get("tool_choice") or {}
+    if choice.get("type") == "tool":
+        return next(
+            (t for t in tools if t.get("name") == choice.get("name")), {"name": choice["name"]}
+        )
+    if choice.get("type") == "any" and tools:
+        return tools[0]
+    return None
+
+
+def _output_schema(body: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The JSON schema of structured outputs (`output_config.format`), if requested."""
+    fmt = (body.get("output_config") or {}).get("format") or body.get("output_format")
+    if isinstance(fmt, Mapping) and fmt.get("type") == "json_schema":
+        return fmt.get("schema")
+    return None
+
+
+def _error_body(error_type: str, message: str) -> bytes:
+    return _dumps({"type": "error", "error": {"type": error_type, "message": message}}).encode()
+
+
+def _error_response(status: int, error_type: str, message: str, request_id: str) -> Response:
+    return Response(
+        _error_body(error_type, message),
+        status_code=status,
+        media_type="application/json",
+        headers={"request-id": request_id},
+    )
+
+
+def _sse(message: dict[str, Any]) -> bytes:
+    """The whole event stream of `message`, sent in one body: the SDK parses it the same."""
+    start = {**message, "content": [], "stop_reason": None}
+    start["usage"] = {**message["usage"], "output_tokens": 1}
+    events: list[tuple[str, dict[str, Any]]] = [("message_start", {"message": start})]
+    for index, block in enumerate(message["content"]):
+        if block["type"] == "tool_use":
+            opening = {**block, "input": {}}
+            delta = {"type": "input_json_delta", "partial_json": _dumps(block["input"])}
+        else:
+            opening = {"type": "text", "text": ""}
+            delta = {"type": "text_delta", "text": block["text"]}
+        events += [
+            ("content_block_start", {"index": index, "content_block": opening}),
+            ("content_block_delta", {"index": index, "delta": delta}),
+            ("content_block_stop", {"index": index}),
+        ]
+    events += [
+        (
+            "message_delta",
+            {
+                "delta": {"stop_reason": message["stop_reason"], "stop_sequence": None},
+                "usage": {"output_tokens": message["usage"]["output_tokens"]},
+            },
+        ),
+        ("message_stop", {}),
+    ]
+    return "".join(
+        f"event: {name}\ndata: {_dumps({'type': name, **data})}\n\n" for name, data in events
+    ).encode()
+
+
+class AnthropicStub:
+    """Messages API server on a background thread; replies come from a FIFO script or `default`."""
+
+    def __init__(
+        self,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        *,
+        default: StubReply | None = None,
+        record_requests: bool = True,
+    ) -> None:
+        """Configure; nothing listens until `start()`."""
+        self.host = host
+        self.port = port
+        self._initial_default = default or StubReply.auto()
+        self.default = self._initial_default
+        # Long-running CLI servers turn recording off so memory stays flat under benches.
+        self.record_requests = record_requests
+        self._lock = threading.Lock()
+        self._script: collections.deque[StubReply] = collections.deque()
+        self._requests: list[RecordedRequest] = []
+        self._server: uvicorn.Server | None = None
+        self._thread: threading.Thread | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stopping: asyncio.Event | None = None
+        self.app = Starlette(
+            routes=[
+                Route("/v1/messages", self._messages, methods=["POST"]),
+                Route("/v1/messages/count_tokens", self._count_tokens, methods=["POST"]),
+            ]
+        )
+
+    # -- scripting (test thread) -------------------------------------------------------------
+
+    @property
+    def base_url(self) -> str:
+        """Where to point `anthropic.Anthropic(base_url=...)`."""
+        return f"http://{self.host}:{self.port}"
+
+    def script(self, *replies: StubReply) -> None:
+        """Queue replies for the next calls, in order."""
+        with self._lock:
+            self._script.extend(replies)
+
+    @property
+    def pending(self) -> int:
+        """How many scripted replies are still queued."""
+        with self._lock:
+            return len(self._script)
+
+    @property
+    def requests(self) -> list[RecordedRequest]:
+        """A snapshot of the requests received so far, in arrival order."""
+        with self._lock:
+            return list(self._requests)
+
+    def reset(self) -> None:
+        """Forget the script and recorded requests, and restore the initial default."""
+        with self._lock:
+            self._script.clear()
+            self._requests.clear()
+            self.default = self._initial_default
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    def _bind(self) -> socket.socket:
+        family = socket.AF_INET6 if ":" in self.host else socket.AF_INET
+        # An explicit IPPROTO_TCP makes asyncio set TCP_NODELAY on accepted connections; with
+        # proto 0 it skips that, and Nagle plus delayed ACK costs ~40 ms per response.
+        sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((self.host, self.port))
+        # Keep the port across stop/start so clients built earlier still reach us.
+        self.port = sock.getsockname()[1]
+        return sock
+
+    def _build_server(self) -> uvicorn.Server:
+        config = uvicorn.Config(
+            self.app,
+            log_level="warning",
+            access_log=False,
+            lifespan="off",
+            # Bounds stop() when a handler is still busy (slow replies are woken, callables not).
+            timeout_graceful_shutdown=1,
+        )
+        return uvicorn.Server(config)
+
+    def start(self, timeout: float = 10.0) -> None:
+        """Serve on a background thread with its own event loop; returns once listening."""
+        if self._thread is not None and self._thread.is_alive():
+            return
+        sock = self._bind()
+        server = self._build_server()
+        thread = threading.Thread(
+            target=lambda: asyncio.run(self._serve(server, sock)),
+            name=f"anthropic-stub-{self.port}",
+            daemon=True,
+        )
+        self._server, self._thread = server, thread
+        thread.start()
+        deadline = time.monotonic() + timeout
+        while not server.started:
+            if not thread.is_alive():
+                raise RuntimeError("anthropic stub server exited during startup")
+            if time.monotonic() > deadline:
+                self.stop()
+                raise TimeoutError(f"anthropic stub not listening after {timeout}s")
+            time.sleep(0.005)
+
+    async def _serve(self, server: uvicorn.Server, sock: socket.socket) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._stopping = asyncio.Event()
+        await server.serve(sockets=[sock])
+
+    def stop(self, timeout: float = 5.0) -> None:
+        """Shut the server down and wait for its thread; safe to call twice."""
+        server, thread = self._server, self._thread
+        if server is None or thread is None:
+            return
+        if self._loop is not None and self._stopping is not None:
+            # Wake slow replies so shutdown does not wait out (or cancel) their delays.
+            self._loop.call_soon_threadsafe(self._stopping.set)
+        server.should_exit = True
+        thread.join(timeout)
+        if thread.is_alive():
+            server.force_exit = True
+            thread.join(timeout)
+        self._server = self._thread = None
+        self._loop = self._stopping = None
+
+    def __enter__(self) -> AnthropicStub:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # -- HTTP handlers (server thread) -------------------------------------------------------
+
+    async def _read_json(self, request: Request, request_id: str) -> dict[str, Any] | Response:
+        if "x-api-key" not in request.headers and "authorization" not in request.headers:
+            return _error_response(
+                401,
+                "authentication_error",
+                "x-api-key header is required",
+                request_id,
+            )
+        try:
+            body = json.loads(await request.body())
+        except ValueError as exc:
+            return _error_response(
+                400, "invalid_request_error", f"invalid JSON body: {exc}", request_id
+            )
+        if not isinstance(body, dict):
+            return _error_response(
+                400, "invalid_request_error", "body must be a JSON object", request_id
+            )
+        return body
+
+    async def _count_tokens(self, request: Request) -> Response:
+        request_id = f"req_{uuid.uuid4().hex}"
+        body = await self._read_json(request, request_id)
+        if isinstance(body, Response):
+            return body
+        return Response(
+            _dumps({"input_tokens": estimate_input_tokens(body)}).encode(),
+            media_type="application/json",
+            headers={"request-id": request_id},
+        )
+
+    async def _messages(self, request: Request) -> Response:
+        request_id = f"req_{uuid.uuid4().hex}"
+        body = await self._read_json(request, request_id)
+        if isinstance(body, Response):
+            return body
+        with self._lock:
+            if self.record_requests:
+                self._requests.append(RecordedRequest(body, dict(request.headers)))
+            missing = [k for k in ("model", "max_tokens", "messages") if k not in body]
+            # A request the real API rejects must not eat a scripted reply meant for the retry.
+            reply = None if missing else (self._script.popleft() if self._script else self.default)
+        if reply is None:
+            message = f"{missing[0]}: Field required"
+            return _error_response(400, "invalid_request_error", message, request_id)
+
+        while reply.kind in ("slow", "callable"):
+            if reply.kind == "slow":
+                await self._sleep(reply.delay)
+                reply = reply.inner or self.default
+            elif reply.fn is not None:
+                try:
+                    reply = reply.fn(body)
+                except Exception as exc:  # surfaced as a 500 so the test sees why
+                    text = f"stub callable raised {type(exc).__name__}: {exc}"
+                    return _error_response(500, "api_error", text, request_id)
+        try:
+            return self._render(reply, body, request_id)
+        except Exception as exc:  # e.g. auto() on an unsupported schema: say so in the reply
+            text = f"stub could not build the reply: {type(exc).__name__}: {exc}"
+            return _error_response(500, "api_error", text, request_id)
+
+    async def _sleep(self, seconds: float) -> None:
+        stopping = self._stopping
+        if stopping is None:
+            await asyncio.sleep(seconds)
+            return
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stopping.wait(), seconds)
+
+    def _render(self, reply: StubReply, body: dict[str, Any], request_id: str) -> Response:
+        headers = {"request-id": request_id}
+        if reply.kind == "raw":
+            return Response(
+                reply.payload,
+                status_code=reply.status,
+                headers={**headers, **(reply.headers or {})},
+            )
+        if reply.kind == "error":
+            if reply.retry_after is not None:
+                headers["retry-after"] = f"{reply.retry_after:g}"
+            error_type = reply.error_type or "api_error"
+            error_text = reply.message or ERROR_MESSAGES.get(error_type, f"stub {error_type}")
+            return Response(
+                _error_body(error_type, error_text),
+                status_code=reply.status,
+                media_type="application/json",
+                headers=headers,
+            )
+
+        content, stop_reason = self._content(reply, body)
+        usage = {
+            "input_tokens": estimate_input_tokens(body),
+            "output_tokens": max(1, len(_dumps(content)) // 4),
+            "cache_creation_input_tokens": 0,
+            "cache_read_input_tokens": 0,
+            **(reply.usage or {}),
+        }
+        message: dict[str, Any] = {
+            "id": f"msg_{uuid.uuid4().hex[:24]}",
+            "type": "message",
+            "role": "assistant",
+            "model": body.get("model", "stub"),
+            "content": content,
+            "stop_reason": stop_reason,
+            "stop_sequence": None,
+            "usage": usage,
+        }
+        if body.get("stream"):
+            return Response(_sse(message), media_type="text/event-stream", headers=headers)
+        return Response(_dumps(message).encode(), media_type="application/json", headers=headers)
+
+    def _content(self, reply: StubReply, body: dict[str, Any]) -> tuple[list[Any], str]:
+        forced = _forced_tool(body)
+        if reply.kind == "auto":
+            if forced is not None:
+                reply = StubReply.tool(minimal_instance(forced.get("input_schema") or {}))
+            elif (schema := _output_schema(body)) is not None:
+                reply = StubReply.text(_dumps(minimal_instance(schema)))
+            else:
+                reply = StubReply.text(AUTO_TEXT)
+        if reply.kind == "text":
+            return [{"type": "text", "text": reply.payload}], reply.stop_reason
+        tools = body.get("tools") or [{}]
+        name = reply.tool_name or (forced or tools[0]).get("name") or "tool"
+        block = {
+            "type": "tool_use",
+            "id": f"toolu_{uuid.uuid4().hex[:24]}",
+            "name": name,
+            "input": reply.payload,
+        }
+        return [block], "tool_use"
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Serve the stub in the foreground with `auto()` replies until interrupted."""
+    parser = argparse.ArgumentParser(prog="python -m quiz_testkit.anthropic_stub")
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=8199)
+    args = parser.parse_args(argv)
+    stub = AnthropicStub(args.host, args.port, record_requests=False)
+    sock = stub._bind()
+    print(f"anthropic stub listening on {stub.base_url}", file=sys.stderr, flush=True)
+    # Foreground run in the main thread so uvicorn handles SIGINT/SIGTERM itself.
+    stub._build_server().run(sockets=[sock])
+
+
+if __name__ == "__main__":
+    main()
