@@ -12,7 +12,8 @@ from pydantic_settings import SettingsConfigDict
 from quiz_contracts.llm import Purpose
 from quiz_servicekit.settings import ServiceSettings
 
-DEFAULT_SONNET = "claude-sonnet-4-5"
+# claude-sonnet-4-5 reaches end-of-life on 2026-11-30 (SDK deprecation list).
+DEFAULT_SONNET = "claude-sonnet-4-6"
 DEFAULT_HAIKU = "claude-haiku-4-5"
 
 DEFAULT_PURPOSE_MODELS: dict[str, str] = {

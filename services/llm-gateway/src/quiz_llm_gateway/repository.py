@@ -109,7 +109,9 @@ class Repository:
             if rate is not None:
                 decision = await self._rate_check(conn, rate, now)
                 if not decision.allowed:
-                    await conn.execute(insert(LEDGER).values(**refusal, error_code="rate_limited"))
+                    await conn.execute(
+                        insert(LEDGER).values({**refusal, "error_code": "rate_limited"})
+                    )
                     return Admission(False, "rate_limited", decision.retry_after_s)
             await self._ensure_day(conn, held.day, cap_micros)
             # One conditional UPDATE: the row lock (PG) or the writer lock (SQLite) makes the
@@ -128,7 +130,7 @@ class Repository:
             )
             if result.rowcount != 1:
                 await conn.execute(
-                    insert(LEDGER).values(**refusal, error_code="llm_budget_exhausted")
+                    insert(LEDGER).values({**refusal, "error_code": "llm_budget_exhausted"})
                 )
                 return Admission(False, "llm_budget_exhausted", None)
             await conn.execute(

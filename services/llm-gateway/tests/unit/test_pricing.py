@@ -70,12 +70,12 @@ def test_gateway_refuses_to_start_with_an_unpriced_purpose_model() -> None:
 
 def test_settings_read_plain_adr_names(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("LLM_DAILY_CAP_USD", "12.5")
-    monkeypatch.setenv("PURPOSE_MODELS", '{"poll": "claude-sonnet-4-5"}')
+    monkeypatch.setenv("PURPOSE_MODELS", '{"poll": "claude-sonnet-5"}')
     monkeypatch.setenv("ANTHROPIC_API_KEY", "k")
     settings = Settings()
     assert settings.daily_cap_usd == Decimal("12.5")
-    assert settings.models()["poll"] == "claude-sonnet-4-5"
-    assert settings.models()["generate"] == "claude-sonnet-4-5"
+    assert settings.models()["poll"] == "claude-sonnet-5"
+    assert settings.models()["generate"] == "claude-sonnet-4-6"
     assert settings.anthropic_api_key == "k"
 
 

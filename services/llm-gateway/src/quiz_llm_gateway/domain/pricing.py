@@ -36,14 +36,16 @@ class ModelPrice:
         return int((usd * MICROS_PER_USD).to_integral_value(rounding=ROUND_CEILING))
 
 
-# List prices (USD per MTok) of the Anthropic models the defaults use; extend with MODEL_PRICES.
+# List prices (USD per MTok, platform.claude.com model pages) of models that accept a forced
+# tool_choice; extend or override with MODEL_PRICES. Sonnet 5.5 refuses forced tool use (400),
+# Haiku 5.5 prices by prompt length: neither is a default.
 DEFAULT_PRICES: dict[str, ModelPrice] = {
     "claude-haiku-4-5": ModelPrice(Decimal("1"), Decimal("5")),
     "claude-haiku-4-5-20251001": ModelPrice(Decimal("1"), Decimal("5")),
+    "claude-sonnet-4-6": ModelPrice(Decimal("3"), Decimal("15")),
+    "claude-sonnet-5": ModelPrice(Decimal("2"), Decimal("10")),
     "claude-sonnet-4-5": ModelPrice(Decimal("3"), Decimal("15")),
     "claude-sonnet-4-5-20250929": ModelPrice(Decimal("3"), Decimal("15")),
-    "claude-opus-4-5": ModelPrice(Decimal("5"), Decimal("25")),
-    "claude-opus-4-5-20251101": ModelPrice(Decimal("5"), Decimal("25")),
 }
 
 

@@ -1,0 +1,112 @@
+"""Fixtures: a migrated database, the real SDK against the stub, a gateway with a hand clock."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
+
+import pytest
+from prometheus_client import CollectorRegistry
+
+from quiz_llm_gateway.config import Settings
+from quiz_llm_gateway.db import MIGRATIONS, sqlite_immediate
+from quiz_llm_gateway.metrics import GatewayMetrics
+from quiz_llm_gateway.provider import AnthropicProvider
+from quiz_llm_gateway.repository import Repository
+from quiz_llm_gateway.service import Gateway
+from quiz_servicekit.db import create_engine, run_migrations
+from quiz_testkit.anthropic_stub import AnthropicStub
+
+# 2026-11-29 12:00 UTC: an ordinary winter day in Zurich.
+NOON = 1_795_953_600.0
+
+
+class HandClock:
+    """Wall and monotonic time the test moves by hand; sleeps advance it instantly."""
+
+    def __init__(self, now: float = NOON) -> None:
+        self.now = now
+        self.slept: list[float] = []
+
+    def time(self) -> float:
+        return self.now
+
+    def monotonic(self) -> float:
+        return self.now
+
+    async def sleep(self, seconds: float) -> None:
+        self.slept.append(seconds)
+        self.now += seconds
+        await asyncio.sleep(0)
+
+
+@dataclass
+class Rig:
+    """A gateway wired to a real database and the real SDK pointed at the stub."""
+
+    gateway: Gateway
+    repo: Repository
+    stub: AnthropicStub
+    clock: HandClock
+    registry: CollectorRegistry
+
+    def metric(self, name: str, labels: dict[str, str] | None = None) -> float:
+        value = self.registry.get_sample_value(name, labels or {})
+        return value or 0.0
+
+
+@pytest.fixture
+async def migrated_url(database_url: str) -> str:
+    await asyncio.to_thread(run_migrations, database_url, MIGRATIONS)
+    return database_url
+
+
+def gateway_settings(**overrides: Any) -> Settings:
+    base: dict[str, Any] = {
+        "anthropic_api_key": "test-key",
+        "daily_cap_usd": Decimal("5"),
+        "backoff_base_s": 0.2,
+        "circuit_failures": 3,
+        "circuit_cooldown_s": 30,
+        "provider_max_retries": 3,
+    }
+    base.update(overrides)
+    return Settings(**base)
+
+
+@pytest.fixture
+async def make_rig(migrated_url: str, anthropic_stub: AnthropicStub) -> AsyncIterator[Any]:
+    """Build rigs with settings overrides; everything is closed after the test."""
+    engine = create_engine(migrated_url)
+    sqlite_immediate(engine)
+    providers: list[AnthropicProvider] = []
+
+    def build(*, configured: bool = True, clock: HandClock | None = None, **overrides: Any) -> Rig:
+        settings = gateway_settings(**overrides)
+        if not configured:
+            settings.anthropic_api_key = None
+        clock = clock or HandClock()
+        provider = None
+        if settings.anthropic_api_key:
+            provider = AnthropicProvider(settings.anthropic_api_key, anthropic_stub.base_url, 10)
+            providers.append(provider)
+        registry = CollectorRegistry()
+        repo = Repository(engine)
+        gateway = Gateway(
+            settings,
+            repo,
+            provider,
+            GatewayMetrics(registry),
+            clock=clock.time,
+            monotonic=clock.monotonic,
+            sleep=clock.sleep,
+        )
+        return Rig(gateway, repo, anthropic_stub, clock, registry)
+
+    yield build
+    for provider in providers:
+        await provider.close()
+    await engine.dispose()
