@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pydantic import Field
 from pydantic_settings import SettingsConfigDict
 
 from quiz_servicekit.settings import ServiceSettings
@@ -13,3 +14,9 @@ class Settings(ServiceSettings):
     model_config = SettingsConfigDict(
         env_prefix="EDITOR_ASSIST_", extra="ignore", populate_by_name=True
     )
+
+    # The model's whole turn, retries included, must fit: the teacher is waiting on the button.
+    llm_deadline_s: float = Field(default=60.0, gt=0)
+    max_output_tokens: int = Field(default=4096, ge=256, le=64_000)
+    # Compile once + every case under the runner's own limits, plus the queueing on NATS.
+    runner_timeout_s: float = Field(default=45.0, gt=0)

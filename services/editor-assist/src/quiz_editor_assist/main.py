@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from fastapi import FastAPI
 
+from quiz_editor_assist import api, handlers
 from quiz_editor_assist.config import Settings
+from quiz_editor_assist.metrics import EditorAssistMetrics
+from quiz_editor_assist.service import GenerateService
 from quiz_servicekit.app import ServiceRuntime, create_service_app, serve
 
 NAME = "editor-assist"
@@ -19,9 +22,17 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         version=VERSION,
         description="The Generate wand of the question editor (ADR-059)",
         settings=settings,
-        needs_db=False,
     )
-    return create_service_app(runtime)
+    metrics = EditorAssistMetrics(runtime.metrics)
+
+    async def on_startup(rt: ServiceRuntime) -> None:
+        service = GenerateService(rt.nc, settings, metrics)
+        app.state.generate_service = service
+        for spec in handlers.endpoints(service):
+            rt.add_endpoint(spec)
+
+    app = create_service_app(runtime, routers=[api.router], on_startup=on_startup)
+    return app
 
 
 def run() -> None:

@@ -1,0 +1,142 @@
+"""The wand's orchestration: the pure pipeline around its two calls (the gateway, the runner)."""
+
+from __future__ import annotations
+
+import uuid
+
+from nats.aio.client import Client as NATS
+
+from quiz_contracts import subjects
+from quiz_contracts.errors import ContractError, ErrorCode
+from quiz_contracts.generate import GenerateAvailability, GenerateRequest, GenerateResult
+from quiz_contracts.llm import (
+    AvailabilityReply,
+    AvailabilityRequest,
+    CompleteReply,
+    CompleteRequest,
+    Effort,
+    LlmMessage,
+    Purpose,
+)
+from quiz_contracts.runner import RunReply
+from quiz_editor_assist.config import Settings
+from quiz_editor_assist.generators.pipeline import (
+    apply_proposal,
+    generate_result,
+    plan_settle,
+    prepare_generate,
+    runner_failed,
+    settle_reply,
+)
+from quiz_editor_assist.generators.registry import generated_types
+from quiz_editor_assist.metrics import EditorAssistMetrics
+from quiz_servicekit.natsio import request
+
+# What the editor may see of a gateway failure (ADR-059 §5); anything else is our fault upstream.
+GATEWAY_CODES = {
+    ErrorCode.llm_not_configured,
+    ErrorCode.llm_budget_exhausted,
+    ErrorCode.rate_limited,
+    ErrorCode.llm_failed,
+}
+
+
+class GenerateService:
+    """Completes a teacher's draft: prompt → gateway → merge → settle on the runner."""
+
+    def __init__(self, nc: NATS, settings: Settings, metrics: EditorAssistMetrics) -> None:
+        self._nc = nc
+        self._settings = settings
+        self._metrics = metrics
+
+    async def generate(
+        self, question_type: str, teacher: str, draft: GenerateRequest
+    ) -> GenerateResult:
+        """The merged draft; errors are the seeds' codes (statement_empty, rate_limited, …)."""
+        try:
+            result = await self._generate(question_type, teacher, draft)
+        except ContractError as e:
+            self._metrics.generate.labels(question_type, e.code.value).inc()
+            raise
+        self._metrics.generate.labels(question_type, "ok").inc()
+        for item in result.incomplete or []:
+            self._metrics.incomplete.labels(question_type, item.code.value).inc()
+        return result
+
+    async def _generate(
+        self, question_type: str, teacher: str, draft: GenerateRequest
+    ) -> GenerateResult:
+        if question_type not in generated_types():
+            raise ContractError(
+                ErrorCode.invalid_request, f"The wand has no generator for {question_type}."
+            )
+        call = prepare_generate(question_type, draft)
+        completion = await self._complete(
+            CompleteRequest(
+                purpose=Purpose.generate,
+                user=teacher,
+                effort=Effort.low,
+                system=call.system,
+                messages=[LlmMessage(role="user", content=call.user)],
+                output_schema=call.output_schema,
+                max_output_tokens=self._settings.max_output_tokens,
+                request_id=f"generate-{uuid.uuid4()}",
+                deadline_s=self._settings.llm_deadline_s,
+            )
+        )
+        config, explanation = apply_proposal(call, draft, completion.output)
+        step = plan_settle(question_type, config)
+        incomplete = list(step.incomplete)
+        if step.request is not None:
+            try:
+                reply = await request(
+                    self._nc,
+                    subjects.RUNNER_RUN,
+                    step.request,
+                    RunReply,
+                    timeout=self._settings.runner_timeout_s,
+                    unavailable_code=ErrorCode.runner_unavailable,
+                )
+            except ContractError as e:
+                self._metrics.settle_runs.labels(question_type, e.code.value).inc()
+                # A runner that does not answer in time is as good as absent for this call.
+                incomplete.append(runner_failed(None if e.code == ErrorCode.timeout else e))
+            else:
+                self._metrics.settle_runs.labels(question_type, "ok").inc()
+                config, left = settle_reply(question_type, config, reply)
+                incomplete.extend(left)
+        return generate_result(draft, config, explanation, incomplete)
+
+    async def _complete(self, call: CompleteRequest) -> CompleteReply:
+        """One gateway call; its failures leave with the four codes of ADR-059 §5."""
+        try:
+            return await request(
+                self._nc,
+                subjects.LLM_COMPLETE,
+                call,
+                CompleteReply,
+                # The gateway stops retrying before the deadline; leave it time to say so.
+                timeout=self._settings.llm_deadline_s + 5,
+                unavailable_code=ErrorCode.llm_failed,
+            )
+        except ContractError as e:
+            if e.code in GATEWAY_CODES:
+                raise
+            raise ContractError(
+                ErrorCode.llm_failed, f"The model could not be called: {e.message}"
+            ) from e
+
+    async def availability(self) -> GenerateAvailability:
+        """Whether to show the wand: a model can be called, and the types with a generator."""
+        try:
+            reply = await request(
+                self._nc,
+                subjects.LLM_AVAILABILITY,
+                AvailabilityRequest(purpose=Purpose.generate),
+                AvailabilityReply,
+                timeout=5,
+            )
+            available = reply.available
+        except ContractError:
+            available = False
+        return GenerateAvailability(available=available, types=sorted(generated_types()))
