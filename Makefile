@@ -3,7 +3,7 @@ SHELL := /bin/bash
 UV := $(shell command -v uv 2>/dev/null || echo "python3 -m uv")
 export PATH := $(CURDIR)/.data/tools/bin:$(PATH)
 
-.PHONY: run test lint typecheck unit bench token env clean
+.PHONY: run test lint typecheck unit bench token docs env clean
 
 env: .venv/.synced
 
@@ -38,3 +38,6 @@ token: env
 
 clean:
 	rm -rf .data .venv
+
+docs: env
+	$(UV) run --no-sync python scripts/gen_asyncapi.py

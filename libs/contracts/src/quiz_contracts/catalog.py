@@ -1,0 +1,142 @@
+"""Every NATS subject with its request and reply models: the source of docs/asyncapi.json."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel
+
+from quiz_contracts import subjects
+from quiz_contracts.errors import ErrorBody
+from quiz_contracts.generate import GenerateAvailability
+from quiz_contracts.llm import (
+    AvailabilityReply,
+    AvailabilityRequest,
+    CompleteReply,
+    CompleteRequest,
+    UsageReply,
+    UsageRequest,
+)
+from quiz_contracts.runner import RunReply, RunRequest
+
+
+class EmptyRequest(BaseModel):
+    """A request that takes no field."""
+
+
+@dataclass(frozen=True)
+class Operation:
+    """One request/reply subject of a micro service."""
+
+    subject: str
+    service: str
+    summary: str
+    request: type[BaseModel]
+    reply: type[BaseModel]
+
+
+OPERATIONS: tuple[Operation, ...] = (
+    Operation(
+        subjects.LLM_COMPLETE,
+        "llm-gateway",
+        "One model call under the day's cap, the person's limit and the purpose's model.",
+        CompleteRequest,
+        CompleteReply,
+    ),
+    Operation(
+        subjects.LLM_AVAILABILITY,
+        "llm-gateway",
+        "Whether a model can be called now, and per purpose the model.",
+        AvailabilityRequest,
+        AvailabilityReply,
+    ),
+    Operation(
+        subjects.LLM_USAGE,
+        "llm-gateway",
+        "Today's spend by purpose and by person/no person, the cap and what is left.",
+        UsageRequest,
+        UsageReply,
+    ),
+    Operation(
+        subjects.RUNNER_RUN,
+        "runner",
+        "Compile once, run every case in a sandbox; pictures for codeimage.",
+        RunRequest,
+        RunReply,
+    ),
+    Operation(
+        subjects.GENERATE_AVAILABILITY,
+        "editor-assist",
+        "Whether the wand can be offered, and for which question types.",
+        EmptyRequest,
+        GenerateAvailability,
+    ),
+)
+
+
+def asyncapi_document() -> dict[str, Any]:
+    """An AsyncAPI 3.0 document of the request/reply subjects, from the pydantic models."""
+    channels: dict[str, Any] = {}
+    operations: dict[str, Any] = {}
+    messages: dict[str, Any] = {}
+    schemas: dict[str, Any] = {"ErrorBody": _schema(ErrorBody, schemas_ref := {})}
+    for op in OPERATIONS:
+        key = op.subject.replace(".", "_")
+        for model in (op.request, op.reply):
+            schemas[model.__name__] = _schema(model, schemas_ref)
+            messages[model.__name__] = {
+                "name": model.__name__,
+                "contentType": "application/json",
+                "payload": {"$ref": f"#/components/schemas/{model.__name__}"},
+            }
+        channels[key] = {
+            "address": op.subject,
+            "description": f"{op.service}: {op.summary}",
+            "messages": {
+                "request": {"$ref": f"#/components/messages/{op.request.__name__}"},
+                "reply": {"$ref": f"#/components/messages/{op.reply.__name__}"},
+                "error": {"$ref": "#/components/messages/ErrorBody"},
+            },
+        }
+        operations[key] = {
+            "action": "receive",
+            "channel": {"$ref": f"#/channels/{key}"},
+            "summary": op.summary,
+            "messages": [{"$ref": f"#/channels/{key}/messages/request"}],
+            "reply": {
+                "messages": [
+                    {"$ref": f"#/channels/{key}/messages/reply"},
+                    {"$ref": f"#/channels/{key}/messages/error"},
+                ]
+            },
+            "x-service": op.service,
+        }
+    messages["ErrorBody"] = {
+        "name": "ErrorBody",
+        "contentType": "application/json",
+        "summary": "Error reply; headers Nats-Service-Error (the code) and -Code (HTTP status).",
+        "payload": {"$ref": "#/components/schemas/ErrorBody"},
+    }
+    schemas.update(schemas_ref)
+    return {
+        "asyncapi": "3.0.0",
+        "info": {
+            "title": "Quiz platform LLM-assistance services",
+            "version": "1.0.0",
+            "description": "Request/reply subjects (NATS Services API; queue group = service).",
+        },
+        "channels": dict(sorted(channels.items())),
+        "operations": dict(sorted(operations.items())),
+        "components": {
+            "messages": dict(sorted(messages.items())),
+            "schemas": dict(sorted(schemas.items())),
+        },
+    }
+
+
+def _schema(model: type[BaseModel], defs: dict[str, Any]) -> dict[str, Any]:
+    """The model's JSON Schema with its $defs hoisted to components/schemas."""
+    schema = model.model_json_schema(ref_template="#/components/schemas/{model}")
+    defs.update(schema.pop("$defs", {}))
+    return schema
