@@ -193,9 +193,7 @@ class RunnerService:
             raise
         outcome = "ok" if reply.compile.ok else "compile_failed"
         metrics.requests.labels(language=language.value, outcome=outcome).inc()
-        metrics.request_seconds.labels(language=language.value).observe(
-            time.monotonic() - started
-        )
+        metrics.request_seconds.labels(language=language.value).observe(time.monotonic() - started)
         return reply
 
     async def _run_in_slot(
@@ -293,4 +291,3 @@ def _case_outcome(ex: Execution) -> str:
     if ex.signal:
         return "signal"
     return "exit_0" if ex.exit_code == 0 else "exit_nonzero"
-

@@ -8,6 +8,7 @@ import re
 import shutil
 import signal
 import subprocess
+import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -78,7 +79,7 @@ class Job:
 
 
 class Sandbox(Protocol):
-    """A backend: compile in a sandbox with the job's build dir writable, run cases in fresh ones."""
+    """A backend: compile with the job's build dir writable, run each case in a fresh sandbox."""
 
     name: str
 
@@ -146,30 +147,43 @@ def remove_job(job: Job) -> None:
     shutil.rmtree(job.root, ignore_errors=True)
 
 
-def kill_uid(uid: int) -> int:
-    """SIGKILL every host process of the slot's uid (a sweep after each job; never uid 0)."""
+def uid_pids(uid: int) -> list[int]:
+    """Host pids of live processes whose real uid is `uid`.
+
+    Zombies are left out: they run nothing, and the sandbox's pid 1 becomes one of the host
+    init, which may reap it late.
+    """
+    pids = []
+    needle = f"\nUid:\t{uid}\t".encode()
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/status", "rb") as fh:
+                status = fh.read()
+        except OSError:
+            continue
+        if needle in status and b"\nState:\tZ" not in status:
+            pids.append(int(name))
+    return pids
+
+
+def kill_uid(uid: int, wait_s: float = 2.0) -> int:
+    """SIGKILL every host process of the slot's uid and wait until they are gone (never uid 0)."""
     if uid == 0:
         raise ValueError("refusing to sweep uid 0")
     killed = 0
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry.name}/status", "rb") as fh:
-                for line in fh:
-                    if line.startswith(b"Uid:"):
-                        real = int(line.split()[1])
-                        break
-                else:
-                    continue
-        except OSError:
-            continue
-        if real == uid:
+    deadline = time.monotonic() + wait_s
+    while pids := uid_pids(uid):
+        for pid in pids:
             try:
-                os.kill(int(entry.name), signal.SIGKILL)
+                os.kill(pid, signal.SIGKILL)
                 killed += 1
             except ProcessLookupError:
                 pass
+        if time.monotonic() > deadline:
+            break
+        time.sleep(0.01)
     return killed
 
 

@@ -145,7 +145,17 @@ class BwrapSandbox:
 
     async def compile(self, job: Job, argv: list[str], limits: ExecLimits) -> Execution:
         """Compile with the sources read-only and the build dir writable."""
-        args = [*self._base_args(limits), "--ro-bind", str(job.src), SOURCE_DIR, "--bind", str(job.build), BUILD_DIR, "--chdir", BUILD_DIR]
+        args = [
+            *self._base_args(limits),
+            "--ro-bind",
+            str(job.src),
+            SOURCE_DIR,
+            "--bind",
+            str(job.build),
+            BUILD_DIR,
+            "--chdir",
+            BUILD_DIR,
+        ]
         return await self._execute(job, args, argv, b"", limits, None)
 
     async def run(
@@ -161,6 +171,8 @@ class BwrapSandbox:
         for entry in job.entries:
             args += ["--ro-bind", str(job.src / entry), f"{WORK_DIR}/{entry}"]
         args += ["--ro-bind", str(job.build), BUILD_DIR, "--chdir", WORK_DIR]
+        # bwrap's root is a tmpfs without a size: read-only, so nothing is written there.
+        args += ["--remount-ro", "/"]
         return await self._execute(job, args, argv, stdin, limits, collect)
 
     async def _execute(
@@ -199,8 +211,9 @@ class BwrapSandbox:
             if collect is not None:
                 collected.seek(0)
                 result.collected = collected.read(limits.file_bytes + 1)
-        # Anything of this slot's uid still alive (there should be nothing) goes now.
-        kill_uid(job.uid)
+        if result.init_error is not None or result.timed_out is not None:
+            # The kernel ends the pid namespace with its pid 1; this sweep is the second lock.
+            kill_uid(job.uid)
         judge_memory(result, limits)
         return result
 
