@@ -1,4 +1,4 @@
-"""The runner's logic: check a request, take a slot, compile once, run every case, build the reply."""
+"""The runner's logic: check a request, take a slot, compile once, run every case, reply."""
 
 from __future__ import annotations
 

@@ -102,11 +102,11 @@ class BwrapSandbox:
             "--size",
             size,
             "--tmpfs",
-            "/dev/shm",
+            "/dev/shm",  # noqa: S108 - a path inside the sandbox
             "--size",
             size,
             "--tmpfs",
-            "/tmp",
+            "/tmp",  # noqa: S108 - a path inside the sandbox
             "--ro-bind",
             str(self.init_path),
             INIT_PATH,
@@ -119,7 +119,7 @@ class BwrapSandbox:
             "C.UTF-8",
             "--setenv",
             "HOME",
-            "/tmp",
+            "/tmp",  # noqa: S108 - a path inside the sandbox
         ]
         return args
 
@@ -155,6 +155,9 @@ class BwrapSandbox:
             BUILD_DIR,
             "--chdir",
             BUILD_DIR,
+            # bwrap's root is a tmpfs without a size: read-only, so nothing is written there.
+            "--remount-ro",
+            "/",
         ]
         return await self._execute(job, args, argv, b"", limits, None)
 
