@@ -78,7 +78,11 @@ class Repository:
         self._days_created: set[date] = set()
 
     async def _ensure_day(self, conn: AsyncConnection, day: date, cap_micros: int) -> None:
-        """Create the day's budget row once; a concurrent creator wins harmlessly."""
+        """Create the day's budget row; a concurrent creator wins harmlessly.
+
+        The day is remembered only once a transaction that saw the row has committed: an
+        uncommitted insert is invisible to another transaction's UPDATE.
+        """
         if day in self._days_created:
             return
         ins = postgresql.insert(BUDGET) if self.dialect == "postgresql" else sqlite.insert(BUDGET)
@@ -87,7 +91,6 @@ class Repository:
                 day=day, cap_micros=cap_micros, reserved_micros=0, spent_micros=0
             ).on_conflict_do_nothing(index_elements=["day"])
         )
-        self._days_created.add(day)
 
     async def admit(
         self,
@@ -146,7 +149,8 @@ class Repository:
             )
             if rate is not None:
                 await conn.execute(insert(RATE).values(key=rate.key, at=now))
-            return Admission(True)
+        self._days_created.add(held.day)
+        return Admission(True)
 
     async def _rate_check(self, conn: AsyncConnection, rate: RateKey, now: float) -> RateDecision:
         """Sliding log: fewer than `limit` events in (now - window, now] admits one more."""
