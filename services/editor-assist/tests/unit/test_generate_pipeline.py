@@ -135,3 +135,35 @@ def test_the_result_echoes_the_hash_of_the_draft_received() -> None:
     assert result.incomplete is None
     assert any("Images were not sent" in n for n in result.notices)
     assert any("Nothing was added" in n for n in result.notices)
+
+
+HOSTILE = {
+    "prompt": "HACKED",
+    "mode": "multiple",
+    "shuffle": False,
+    "kind": "date",
+    "language": "c",
+    "template": "@@edit\n@@edit",
+    "width": 9,
+    "height": 9,
+    "max_words": 1,
+    "target": {"width": 9, "height": 9, "data": "x", "sha256": "0" * 64},
+    "id": "evil",
+    "settings": {"policy": "open"},
+}
+SETTINGS_DRAFTS: dict[str, dict[str, Any]] = {
+    "mcq": {"prompt": "Q", "mode": "single", "choices": []},
+    "short": {"prompt": "Q", "kind": "number", "matchers": []},
+    "rich": {"prompt": "Q", "max_words": 200},
+    "categorize": {"prompt": "Q"},
+    "code": {"prompt": "Q", "language": "python", "template": "", "cases": []},
+    "codeimage": {"prompt": "Q", "language": "python", "width": 4, "height": 4},
+}
+
+
+@pytest.mark.parametrize("name", sorted(GENERATORS))
+def test_a_proposal_naming_the_statement_or_settings_has_no_effect(name: str) -> None:
+    draft = SETTINGS_DRAFTS[name]
+    merged = GENERATORS[name].merge(draft, HOSTILE)
+    for key in HOSTILE:
+        assert merged.get(key) == draft.get(key), key
