@@ -72,8 +72,9 @@ Propose, for this programming question, the reference solution (`reference`) and
 line '@@edit' is a region the student writes. The reference is the text of each region in \
 order, separated by lines '@@next' (no '@@next' when there is one region); with no '@@edit' in \
 the template it is the whole program. Do not write expected outputs: they are computed by \
-running the reference. Propose 3 to 6 cases in all, counting those written: typical inputs, \
-edge cases, a few hidden (visible: false). Never reuse the name of a case already written.\
+running the reference. In Java the public class is Main. Propose 3 to 6 cases in all, \
+counting those written: typical inputs, edge cases, a few hidden (visible: false). Never reuse \
+the name of a case already written.\
 """
 
 

@@ -40,7 +40,7 @@ the picture the statement describes to standard output as a PPM image (header 'P
 the width and the height of the config, then 255, then one RGB triple per pixel, row by row \
 from the top left). Follow the template: each line '@@edit' is a region; the reference is the \
 text of each region in order, separated by lines '@@next'; with no '@@edit' it is the whole \
-program. The target picture is computed by running it.\
+program. In Java the public class is Main. The target picture is computed by running it.\
 """
 
 
