@@ -80,11 +80,12 @@ def asyncapi_document() -> dict[str, Any]:
     channels: dict[str, Any] = {}
     operations: dict[str, Any] = {}
     messages: dict[str, Any] = {}
-    schemas: dict[str, Any] = {"ErrorBody": _schema(ErrorBody, schemas_ref := {})}
+    hoisted: dict[str, Any] = {}
+    schemas: dict[str, Any] = {"ErrorBody": _schema(ErrorBody, hoisted)}
     for op in OPERATIONS:
         key = op.subject.replace(".", "_")
         for model in (op.request, op.reply):
-            schemas[model.__name__] = _schema(model, schemas_ref)
+            schemas[model.__name__] = _schema(model, hoisted)
             messages[model.__name__] = {
                 "name": model.__name__,
                 "contentType": "application/json",
@@ -118,7 +119,7 @@ def asyncapi_document() -> dict[str, Any]:
         "summary": "Error reply; headers Nats-Service-Error (the code) and -Code (HTTP status).",
         "payload": {"$ref": "#/components/schemas/ErrorBody"},
     }
-    schemas.update(schemas_ref)
+    schemas.update(hoisted)
     return {
         "asyncapi": "3.0.0",
         "info": {
