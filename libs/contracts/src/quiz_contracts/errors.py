@@ -117,6 +117,4 @@ class ContractError(Exception):
 
     @classmethod
     def from_body(cls, body: ErrorBody) -> ContractError:
-        return cls(
-            body.code, body.message, retry_after_s=body.retry_after_s, details=body.details
-        )
+        return cls(body.code, body.message, retry_after_s=body.retry_after_s, details=body.details)
