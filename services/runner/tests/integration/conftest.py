@@ -63,7 +63,7 @@ def docker_sandbox(init_path: Path, state_dir: Path):  # type: ignore[no-untyped
     from quiz_runner.sandbox import docker as docker_backend
 
     try:
-        client = docker_backend.connect_or_start(state_dir / "dockerd")
+        client = docker_backend.connect_or_start()
     except docker_backend.EngineUnavailable as exc:
         pytest.skip(f"no Docker engine can be started: {exc}")
     image = docker_backend.ensure_image(client, init_path)
