@@ -14,6 +14,7 @@ WORK_DIR = "/work"  # the case's fresh tmpfs; the job's files are bound read-onl
 BUILD_DIR = "/build"  # compile output: written by the compile step, read-only for cases
 SOURCE_DIR = "/src"  # the job's files, read-only during compile
 INIT_PATH = "/.quiz/init"  # quiz-runner-init (sandbox/runner_init.c)
+TMP_DIR = "/tmp"  # noqa: S108 - the sandbox's own fresh tmpfs, not the host's
 SANDBOX_PATH_ENV = "/usr/local/bin:/usr/bin:/bin"
 
 _JAVA_CLASS = re.compile(r"^[A-Za-z_$][A-Za-z0-9_$]*$")

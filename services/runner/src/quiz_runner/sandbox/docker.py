@@ -15,6 +15,7 @@ import hashlib
 import os
 import shutil
 import socket
+import stat
 import subprocess
 import tempfile
 import threading
@@ -26,7 +27,14 @@ import docker
 from docker.errors import DockerException, ImageNotFound, NotFound
 from docker.types import LogConfig, Mount, Ulimit
 
-from quiz_runner.languages import BUILD_DIR, INIT_PATH, SANDBOX_PATH_ENV, SOURCE_DIR, WORK_DIR
+from quiz_runner.languages import (
+    BUILD_DIR,
+    INIT_PATH,
+    SANDBOX_PATH_ENV,
+    SOURCE_DIR,
+    TMP_DIR,
+    WORK_DIR,
+)
 from quiz_runner.sandbox.base import (
     INIT_SOURCE,
     ExecLimits,
@@ -171,8 +179,19 @@ def ensure_image(client: docker.DockerClient, init_path: Path) -> str:
         present = [p for p in IMAGE_PATHS if os.path.lexists(f"/{p}")]
         subprocess.run(["tar", "-C", "/", "-cf", str(tarball), *present], check=True)
         subprocess.run(
-            ["tar", "-C", str(stage), "-rf", str(tarball), ".quiz", "work", "build", "src", "tmp"]
-            + ["run"],
+            [
+                "tar",
+                "-C",
+                str(stage),
+                "-rf",
+                str(tarball),
+                ".quiz",
+                "work",
+                "build",
+                "src",
+                "tmp",
+                "run",
+            ],
             check=True,
         )
         repository, version = tag.split(":")
@@ -187,15 +206,10 @@ def read_report(path: Path, limit: int) -> bytes:
     except OSError:
         return b""
     with os.fdopen(fd, "rb") as fh:
-        if not os.path.isfile(f"/proc/self/fd/{fd}") or not _is_regular(fd):
+        # O_NONBLOCK: a FIFO planted there must not hang the runner; only regular files count.
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
             return b""
         return fh.read(limit)
-
-
-def _is_regular(fd: int) -> bool:
-    import stat
-
-    return stat.S_ISREG(os.fstat(fd).st_mode)
 
 
 class DockerSandbox:
@@ -283,7 +297,7 @@ class DockerSandbox:
         host_config = api.create_host_config(
             network_mode="none",
             read_only=True,
-            tmpfs={WORK_DIR: size, "/tmp": size} if workdir == WORK_DIR else {"/tmp": size},
+            tmpfs={WORK_DIR: size, TMP_DIR: size} if workdir == WORK_DIR else {TMP_DIR: size},
             mounts=[*mounts, Mount(REPORT_DIR, str(reports), type="bind", read_only=False)],
             cap_drop=["ALL"],
             security_opt=["no-new-privileges"],
@@ -300,7 +314,7 @@ class DockerSandbox:
             command=[*init, "--", *argv],
             user=f"{job.uid}:{job.uid}",
             working_dir=workdir,
-            environment={"PATH": SANDBOX_PATH_ENV, "LANG": "C.UTF-8", "HOME": "/tmp"},
+            environment={"PATH": SANDBOX_PATH_ENV, "LANG": "C.UTF-8", "HOME": TMP_DIR},
             hostname="sandbox",
             # With detach=False the SDK also sets StdinOnce: EOF on the attach stream closes
             # the program's stdin.
