@@ -2,31 +2,100 @@
 
 from __future__ import annotations
 
+import asyncio
+import logging
+from pathlib import Path
+
 from fastapi import FastAPI
 
-from quiz_runner.config import Settings
+from quiz_runner.api import slots_router
+from quiz_runner.config import RunnerSettings
+from quiz_runner.handlers import endpoints
+from quiz_runner.languages import Toolchain
+from quiz_runner.metrics import RunnerMetrics
+from quiz_runner.sandbox.base import Sandbox, ensure_init
+from quiz_runner.sandbox.bwrap import BwrapSandbox
+from quiz_runner.service import CompileLimits, RunnerService
+from quiz_runner.slots import Slots
 from quiz_servicekit.app import ServiceRuntime, create_service_app, serve
 
 NAME = "runner"
 VERSION = "0.1.0"
+log = logging.getLogger(__name__)
 
 
-def create_app(settings: Settings | None = None) -> FastAPI:
-    """The runner app: NATS and micro registration happen in its lifespan."""
-    settings = settings or Settings()
+class _Holder:
+    """The service of this process, built in the lifespan once the sandbox is ready."""
+
+    service: RunnerService | None = None
+
+    def get(self) -> RunnerService:
+        assert self.service is not None, "the runner is built in the lifespan"
+        return self.service
+
+
+def build_sandbox(settings: RunnerSettings) -> Sandbox:
+    """The configured backend, with its init built (and, for docker, its image imported)."""
+    state = Path(settings.state_dir)
+    state.mkdir(parents=True, exist_ok=True)
+    init = ensure_init(state)
+    if settings.backend == "docker":
+        from quiz_runner.sandbox import docker as docker_backend
+
+        client = docker_backend.connect_or_start(settings.docker_host)
+        image = docker_backend.ensure_image(client, init)
+        return docker_backend.DockerSandbox(client, image)
+    return BwrapSandbox(init, settings.bwrap_path)
+
+
+def create_app(settings: RunnerSettings | None = None) -> FastAPI:
+    """The runner app: the sandbox is built and the micro service registered in its lifespan."""
+    settings = settings or RunnerSettings()
+    holder = _Holder()
     runtime = ServiceRuntime(
         name=NAME,
         version=VERSION,
-        description="Sandboxed execution of reference code on test cases",
+        description="Runs reference programs on test cases in a sandbox (ADR-059 settle)",
         settings=settings,
-        needs_db=False,
     )
-    return create_service_app(runtime)
+    for spec in endpoints(holder.get, settings.slots):
+        runtime.add_endpoint(spec)
+
+    async def on_startup(rt: ServiceRuntime) -> None:
+        sandbox = await asyncio.to_thread(build_sandbox, settings)
+        holder.service = RunnerService(
+            sandbox,
+            Slots(settings.slots, settings.busy_retry_after_s),
+            Path(settings.state_dir),
+            tools=Toolchain(python=settings.python),
+            compile_limits=CompileLimits(
+                wall_s=settings.compile_wall_s,
+                cpu_s=settings.compile_cpu_s,
+                memory_mb=settings.compile_memory_mb,
+                processes=settings.compile_processes,
+                output_bytes=settings.compile_output_bytes,
+            ),
+            uid_base=settings.uid_base,
+            metrics=RunnerMetrics(rt.metrics.registry, rt.metrics.prefix),
+        )
+        log.info(
+            "runner: %s backend, %d slots, languages %s",
+            sandbox.name,
+            settings.slots,
+            [lang.value for lang in holder.service.languages()],
+        )
+
+        async def sandbox_ready() -> bool:
+            return holder.get().sandbox.ready()[0]
+
+        rt.add_ready_check("sandbox", sandbox_ready)
+
+    return create_service_app(runtime, routers=[slots_router(holder.get)], on_startup=on_startup)
 
 
 def run() -> None:
     """Console entry point: `quiz-runner`."""
-    settings = Settings()
+    settings = RunnerSettings()
     serve(create_app(settings), settings)
 
 

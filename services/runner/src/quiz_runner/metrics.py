@@ -1,35 +1,52 @@
-"""Metrics of the runner.
+"""Metrics of the runner, on the service's registry (prefix `quiz_runner_`).
 
-- quiz_runner_slots (gauge): slots configured.
-- quiz_runner_slots_busy (gauge): slots running a request now.
-- quiz_runner_requests_total{language,outcome}: requests by outcome (ok, compile_failed, or an
-  error code such as runner_busy, limit_exceeded).
-- quiz_runner_request_seconds{language} (histogram): whole request, compile plus cases.
-- quiz_runner_cases_total{outcome}: cases by how they ended (exit_0, exit_nonzero, signal,
-  timeout_cpu, timeout_wall, memory, truncated).
-- quiz_runner_sandbox_seconds{step} (histogram): one sandbox, step=compile|case.
+- `slots`: slots configured (one request each).
+- `slots_busy`: slots running a request now.
+- `requests_total{language,outcome}`: requests by outcome (ok, compile_failed, or the error code:
+  runner_busy, limit_exceeded, unsupported_language, invalid_request).
+- `request_seconds{language}`: a whole request, compile plus every case.
+- `cases_total{outcome}`: cases by how they ended (exit_0, exit_nonzero, signal, timeout_cpu,
+  timeout_wall, memory, truncated).
+- `sandbox_seconds{step}`: one sandbox from start to end, step=compile|case.
 """
 
 from __future__ import annotations
 
-from prometheus_client import Counter, Gauge, Histogram
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
-slots = Gauge("quiz_runner_slots", "Runner slots configured")
-slots_busy = Gauge("quiz_runner_slots_busy", "Runner slots running a request now")
-requests = Counter(
-    "quiz_runner_requests_total", "runner.v1.run requests by outcome", ["language", "outcome"]
-)
-request_seconds = Histogram(
-    "quiz_runner_request_seconds",
-    "runner.v1.run duration, compile plus cases",
-    ["language"],
-    buckets=(0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60),
-)
-cases = Counter("quiz_runner_cases_total", "Cases run, by how they ended", ["outcome"])
-sandbox_seconds = Histogram(
-    "quiz_runner_sandbox_seconds",
-    "One sandboxed process tree, start to end",
-    ["step"],
-    # The per-case overhead target is tens of milliseconds: buckets around it.
-    buckets=(0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 20),
-)
+# A sandboxed "hello" costs tens of milliseconds: buckets dense there, up to the wall maxima.
+SANDBOX_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 20, 30)
+REQUEST_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120)
+
+
+class RunnerMetrics:
+    """Every metric of the runner."""
+
+    def __init__(self, registry: CollectorRegistry | None = None, prefix: str = "quiz_runner"):
+        self.registry = registry or CollectorRegistry()
+        p, r = prefix, self.registry
+        self.slots = Gauge(f"{p}_slots", "Runner slots configured.", registry=r)
+        self.slots_busy = Gauge(f"{p}_slots_busy", "Runner slots running a request.", registry=r)
+        self.requests = Counter(
+            f"{p}_requests_total",
+            "runner.v1.run requests by outcome.",
+            ["language", "outcome"],
+            registry=r,
+        )
+        self.request_seconds = Histogram(
+            f"{p}_request_seconds",
+            "runner.v1.run duration, compile plus cases.",
+            ["language"],
+            buckets=REQUEST_BUCKETS,
+            registry=r,
+        )
+        self.cases = Counter(
+            f"{p}_cases_total", "Cases run, by how they ended.", ["outcome"], registry=r
+        )
+        self.sandbox_seconds = Histogram(
+            f"{p}_sandbox_seconds",
+            "One sandboxed process tree, start to end.",
+            ["step"],
+            buckets=SANDBOX_BUCKETS,
+            registry=r,
+        )

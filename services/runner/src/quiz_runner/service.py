@@ -27,7 +27,6 @@ from quiz_contracts.runner import (
     RunRequest,
     text_and_b64,
 )
-from quiz_runner import metrics
 from quiz_runner.languages import (
     WORK_DIR,
     Plan,
@@ -36,6 +35,7 @@ from quiz_runner.languages import (
     check_file_path,
     parse_language,
 )
+from quiz_runner.metrics import RunnerMetrics
 from quiz_runner.pictures import make_picture
 from quiz_runner.sandbox.base import (
     ExecLimits,
@@ -157,9 +157,12 @@ class RunnerService:
         tools: Toolchain | None = None,
         compile_limits: CompileLimits | None = None,
         uid_base: int = 61000,
+        metrics: RunnerMetrics | None = None,
     ) -> None:
         self.sandbox = sandbox
         self.slots = slots
+        self.metrics = metrics or RunnerMetrics()
+        self.metrics.slots.set(slots.total)
         self.state_dir = state_dir
         self.tools = tools or Toolchain()
         self.compile_limits = compile_limits or CompileLimits()
@@ -183,17 +186,21 @@ class RunnerService:
                     ErrorCode.unsupported_language, f"{language.value} is not installed here"
                 )
             with self.slots.take() as slot:
-                metrics.slots_busy.set(self.slots.busy)
+                self.metrics.slots_busy.set(self.slots.busy)
                 try:
                     reply = await self._run_in_slot(req, language, entry, files, slot)
                 finally:
-                    metrics.slots_busy.set(self.slots.busy - 1)
+                    self.metrics.slots_busy.set(self.slots.busy - 1)
         except ContractError as exc:
-            metrics.requests.labels(language=str(req.language)[:16], outcome=exc.code).inc()
+            # The label takes known languages only: a request must not mint new series.
+            known = req.language if req.language in RunLanguage.__members__ else "other"
+            self.metrics.requests.labels(language=known, outcome=exc.code.value).inc()
             raise
         outcome = "ok" if reply.compile.ok else "compile_failed"
-        metrics.requests.labels(language=language.value, outcome=outcome).inc()
-        metrics.request_seconds.labels(language=language.value).observe(time.monotonic() - started)
+        self.metrics.requests.labels(language=language.value, outcome=outcome).inc()
+        self.metrics.request_seconds.labels(language=language.value).observe(
+            time.monotonic() - started
+        )
         return reply
 
     async def _run_in_slot(
@@ -243,7 +250,7 @@ class RunnerService:
                 tmpfs_bytes=512 * 1024 * 1024,
             ),
         )
-        metrics.sandbox_seconds.labels(step="compile").observe(ex.wall_ms / 1000)
+        self.metrics.sandbox_seconds.labels(step="compile").observe(ex.wall_ms / 1000)
         output, output_b64 = text_and_b64((ex.stdout + ex.stderr)[: lim.output_bytes])
         return CompileResult(
             ok=ex.exit_code == 0 and ex.timed_out is None,
@@ -271,8 +278,8 @@ class RunnerService:
         ex = await self.sandbox.run(
             job, [*plan.run, *case.args], case.stdin.encode(), limits, collect
         )
-        metrics.sandbox_seconds.labels(step="case").observe(ex.wall_ms / 1000)
-        metrics.cases.labels(outcome=_case_outcome(ex)).inc()
+        self.metrics.sandbox_seconds.labels(step="case").observe(ex.wall_ms / 1000)
+        self.metrics.cases.labels(outcome=_case_outcome(ex)).inc()
         result = case_result(case.name, ex, keep_stdout=spec is None or spec.source == "file")
         if spec is None:
             return result, None

@@ -89,6 +89,12 @@ def runner(backend, state_dir: Path) -> RunnerService:  # type: ignore[no-untype
     )
 
 
+@pytest.fixture(scope="session")
+def test_uid_base() -> int:
+    """First slot uid of the tests."""
+    return TEST_UID_BASE
+
+
 @pytest.fixture
 def no_leftovers() -> Iterator[None]:
     """Assert that no process of a test slot uid outlives the test."""

@@ -1,0 +1,111 @@
+"""The runner as a NATS micro service: run, runner_busy at once, $SRV discovery, /slots, /readyz."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import httpx
+import pytest
+from nats.aio.client import Client as NATS
+
+from quiz_contracts import subjects
+from quiz_contracts.errors import ContractError, ErrorCode
+from quiz_contracts.runner import RunCase, RunFile, RunLimits, RunReply, RunRequest
+from quiz_runner.config import RunnerSettings
+from quiz_runner.main import create_app
+from quiz_servicekit.natsio import request
+from quiz_testkit.serving import serve_app
+
+pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("no_leftovers")]
+
+
+def py_request(source: str, *cases: RunCase) -> RunRequest:
+    return RunRequest(
+        language="python",
+        files=[RunFile(path="main.py", content=source)],
+        cases=list(cases) or [RunCase(name="only")],
+        limits=RunLimits(wall_s=5),
+    )
+
+
+@pytest.fixture
+async def runner_url(nats_url: str, state_dir: Path, test_uid_base: int) -> AsyncIterator[str]:
+    settings = RunnerSettings(
+        nats_url=nats_url,
+        state_dir=str(state_dir / "service"),
+        slots=1,
+        uid_base=test_uid_base,
+        busy_retry_after_s=0.75,
+    )
+    async with serve_app(create_app(settings), settings) as url:
+        yield url
+
+
+async def test_run_over_nats(runner_url: str, nc: NATS) -> None:
+    req = py_request(
+        "import sys\nprint(sys.stdin.read().upper(), end='')\nsys.exit(2)\n",
+        RunCase(name="a", stdin="abc"),
+        RunCase(name="b", stdin="xyz"),
+    )
+    reply = await request(nc, subjects.RUNNER_RUN, req, RunReply, timeout=30)
+    assert reply.compile.ok and reply.backend == "bwrap"
+    assert [(c.name, c.stdout, c.exit_code) for c in reply.cases] == [
+        ("a", "ABC", 2),
+        ("b", "XYZ", 2),
+    ]
+
+
+async def test_compile_failed_is_a_reply(runner_url: str, nc: NATS) -> None:
+    reply = await request(
+        nc, subjects.RUNNER_RUN, py_request("def broken(:\n"), RunReply, timeout=30
+    )
+    assert not reply.compile.ok and "SyntaxError" in reply.compile.output
+    assert reply.cases == []
+
+
+async def test_busy_is_answered_at_once(runner_url: str, nc: NATS) -> None:
+    """With the only slot taken, the next request is refused with runner_busy, not queued."""
+    slow = asyncio.create_task(
+        request(
+            nc, subjects.RUNNER_RUN, py_request("import time\ntime.sleep(2)"), RunReply, timeout=30
+        )
+    )
+    async with httpx.AsyncClient(base_url=runner_url) as http:
+        for _ in range(200):
+            if (await http.get("/slots")).json()["busy"] == 1:
+                break
+            await asyncio.sleep(0.02)
+        slots = (await http.get("/slots")).json()
+        assert slots["total"] == 1 and slots["busy"] == 1 and slots["free"] == 0
+        with pytest.raises(ContractError) as err:
+            await request(nc, subjects.RUNNER_RUN, py_request("print(1)"), RunReply, timeout=30)
+        assert err.value.code is ErrorCode.runner_busy
+        assert err.value.retry_after_s == 0.75
+        assert not slow.done()  # the refusal did not wait for the slot
+        assert (await slow).cases[0].exit_code == 0
+        metrics = (await http.get("/metrics")).text
+        assert 'quiz_runner_requests_total{language="python",outcome="runner_busy"} 1.0' in metrics
+        assert "quiz_runner_slots 1.0" in metrics
+        ready = await http.get("/readyz")
+        assert ready.status_code == 200 and ready.json()["checks"]["sandbox"] is True
+
+
+async def test_refusals_over_nats(runner_url: str, nc: NATS) -> None:
+    over = py_request("print(1)").model_copy(update={"limits": RunLimits(wall_s=3600)})
+    with pytest.raises(ContractError) as err:
+        await request(nc, subjects.RUNNER_RUN, over, RunReply, timeout=30)
+    assert err.value.code is ErrorCode.limit_exceeded
+    cobol = py_request("print(1)").model_copy(update={"language": "cobol"})
+    with pytest.raises(ContractError) as err:
+        await request(nc, subjects.RUNNER_RUN, cobol, RunReply, timeout=30)
+    assert err.value.code is ErrorCode.unsupported_language
+
+
+async def test_listed_by_srv_ping(runner_url: str, nc: NATS) -> None:
+    msg = await nc.request("$SRV.INFO.runner", b"", timeout=5)
+    info = json.loads(msg.data)
+    assert info["name"] == "runner"
+    assert [e["subject"] for e in info["endpoints"]] == [subjects.RUNNER_RUN]
