@@ -1,0 +1,183 @@
+"""Request checks (maxima, paths, sizes), command building and the init's status line."""
+
+from __future__ import annotations
+
+import base64
+
+import pytest
+
+from quiz_contracts.errors import ContractError, ErrorCode
+from quiz_contracts.runner import (
+    MAX_ARGS,
+    MAX_CASES,
+    MAX_FILE_BYTES_IN,
+    MAX_FILES,
+    MAX_STDIN_BYTES,
+    RUN_LIMIT_MAXIMA,
+    CaseResult,
+    PictureSpec,
+    RunCase,
+    RunFile,
+    RunLanguage,
+    RunLimits,
+    RunRequest,
+    text_and_b64,
+)
+from quiz_runner.languages import Toolchain, build_plan, check_file_path
+from quiz_runner.sandbox.base import ExecLimits, Execution, apply_status, judge_memory
+from quiz_runner.service import case_limits, validate_request
+
+
+def req(**kw: object) -> RunRequest:
+    body: dict[str, object] = {
+        "language": "python",
+        "files": [RunFile(path="main.py", content="print(1)")],
+        "cases": [RunCase(name="a")],
+    }
+    body.update(kw)
+    return RunRequest.model_validate(body)
+
+
+def refused(r: RunRequest) -> ContractError:
+    with pytest.raises(ContractError) as err:
+        validate_request(r)
+    return err.value
+
+
+def test_defaults_are_within_the_maxima() -> None:
+    assert RunLimits().over_maxima() == []
+    assert RUN_LIMIT_MAXIMA.over_maxima() == []
+
+
+@pytest.mark.parametrize("field", list(RunLimits.model_fields))
+def test_each_limit_over_its_maximum_is_refused(field: str) -> None:
+    over = RunLimits(**{field: getattr(RUN_LIMIT_MAXIMA, field) * 2})
+    err = refused(req(limits=over))
+    assert err.code is ErrorCode.limit_exceeded and field in err.message
+
+
+def test_limits_must_be_positive() -> None:
+    with pytest.raises(ValueError):
+        RunLimits(cpu_s=0)
+
+
+def test_sizes_over_the_maxima_are_refused() -> None:
+    assert refused(req(cases=[RunCase(name=str(i)) for i in range(MAX_CASES + 1)])).code is (
+        ErrorCode.limit_exceeded
+    )
+    files = [RunFile(path=f"f{i}.txt") for i in range(MAX_FILES + 1)]
+    assert refused(req(files=files)).code is ErrorCode.limit_exceeded
+    big = RunFile(path="main.py", content="#" * (MAX_FILE_BYTES_IN + 1))
+    assert refused(req(files=[big])).code is ErrorCode.limit_exceeded
+    stdin = RunCase(name="a", stdin="x" * (MAX_STDIN_BYTES + 1))
+    assert refused(req(cases=[stdin])).code is ErrorCode.limit_exceeded
+    args = RunCase(name="a", args=["x"] * (MAX_ARGS + 1))
+    assert refused(req(cases=[args])).code is ErrorCode.limit_exceeded
+
+
+@pytest.mark.parametrize(
+    "path", ["/etc/passwd", "../x", "a/../../x", "a//b", "", ".", "a/./b", "x y", "a\\b", "é.py"]
+)
+def test_file_paths_that_could_leave_the_work_dir_are_refused(path: str) -> None:
+    with pytest.raises(ContractError) as err:
+        check_file_path(path)
+    assert err.value.code is ErrorCode.invalid_request
+
+
+def test_good_paths_and_base64_files() -> None:
+    assert check_file_path("data/input-1.txt") == "data/input-1.txt"
+    blob = RunFile(path="b.bin", content=base64.b64encode(b"\xff\x00").decode(), encoding="base64")
+    _, entry, files = validate_request(req(files=[RunFile(path="main.py"), blob]))
+    assert entry == "main.py" and files["b.bin"] == b"\xff\x00"
+
+
+def test_entry_and_duplicates_and_file_under_file() -> None:
+    assert refused(req(entry="other.py")).code is ErrorCode.invalid_request
+    dup = [RunFile(path="main.py"), RunFile(path="main.py")]
+    assert refused(req(files=dup)).code is ErrorCode.invalid_request
+    nested = [RunFile(path="main.py"), RunFile(path="main.py/x")]
+    assert refused(req(files=nested)).code is ErrorCode.invalid_request
+    pic = PictureSpec(width=2, height=2, source="file", path="../../etc/shadow")
+    assert refused(req(picture=pic)).code is ErrorCode.invalid_request
+
+
+def test_unknown_language() -> None:
+    err = refused(req(language="cobol"))
+    assert err.code is ErrorCode.unsupported_language and "python" in err.message
+
+
+def test_commands_are_argument_lists_per_language() -> None:
+    tools = Toolchain()
+    sources = ["main.c", "util.c", "util.h", "data.txt"]
+    c = build_plan(RunLanguage.c, "main.c", sources, 64, tools)
+    assert c.compile is not None and c.compile[0] == tools.gcc
+    assert "/src/main.c" in c.compile and "/src/util.c" in c.compile
+    assert "/src/util.h" not in c.compile and c.run == ["/build/main"]
+    py = build_plan(RunLanguage.python, "main.py", ["main.py"], 64, tools)
+    assert py.run == [tools.python, "-B", "-E", "-s", "main.py"]
+    js = build_plan(RunLanguage.javascript, "main.js", ["main.js"], 200, tools)
+    assert "--max-old-space-size=200" in js.run and js.extra_address_mb >= 1024
+    java = build_plan(RunLanguage.java, "Main.java", ["Main.java"], 100, tools)
+    assert java.run[-1] == "Main" and "-Xmx100m" in java.run
+    with pytest.raises(ContractError):
+        build_plan(RunLanguage.java, "main.py", ["main.py"], 100, tools)
+
+
+def test_case_limits_add_the_runtime_reservations() -> None:
+    js = build_plan(RunLanguage.javascript, "main.js", ["main.js"], 128, Toolchain())
+    lim = case_limits(RunLimits(memory_mb=128, processes=4, cpu_s=1.2), js)
+    assert lim.address_mb == 128 + js.extra_address_mb
+    assert lim.processes == 4 + js.extra_processes
+    assert lim.cpu_s == 2 and lim.memory_mb == 128
+
+
+LIM = ExecLimits(
+    cpu_s=1,
+    wall_s=2,
+    address_mb=100,
+    processes=4,
+    output_bytes=10,
+    file_bytes=10,
+    memory_mb=64,
+    tmpfs_bytes=1 << 20,
+)
+
+
+def test_status_lines_of_the_init() -> None:
+    ex = Execution()
+    apply_status(ex, b"exit 3 cpu_us 12000 maxrss_kb 900\n", LIM)
+    assert (ex.exit_code, ex.signal, ex.cpu_ms, ex.timed_out) == (3, None, 12, None)
+    xcpu = Execution()
+    apply_status(xcpu, b"signal 24 cpu_us 1000000 maxrss_kb 1\n", LIM)
+    assert (xcpu.exit_code, xcpu.signal, xcpu.timed_out) == (None, "SIGXCPU", "cpu")
+    hard = Execution()
+    apply_status(hard, b"signal 9 cpu_us 1990000 maxrss_kb 1\n", LIM)
+    assert hard.timed_out == "cpu"
+    killed = Execution()
+    apply_status(killed, b"signal 9 cpu_us 1000 maxrss_kb 1\n", LIM)
+    assert killed.timed_out is None and killed.signal == "SIGKILL"
+    forged = Execution()
+    apply_status(forged, b"exit 0; rm -rf /", LIM)
+    assert forged.exit_code is None and forged.init_error
+
+
+def test_memory_verdicts() -> None:
+    rss = Execution(exit_code=0, maxrss_kb=64 * 1024)
+    judge_memory(rss, LIM)
+    assert rss.memory_exceeded
+    py = Execution(exit_code=1, stderr=b"Traceback...\nMemoryError\n")
+    judge_memory(py, LIM)
+    assert py.memory_exceeded
+    fine = Execution(exit_code=0, stderr=b"MemoryError")  # printed, but the program succeeded
+    judge_memory(fine, LIM)
+    assert not fine.memory_exceeded
+
+
+def test_wire_text_is_lossless() -> None:
+    assert text_and_b64("é".encode()) == ("é", None)
+    text, b64 = text_and_b64(b"a\xffb")
+    assert text == "a\\xffb" and b64 is not None
+    case = CaseResult(name="x", stdout=text, stdout_b64=b64)
+    assert case.stdout_bytes() == b"a\xffb"
+    # A literal backslash-x in valid UTF-8 is not confused with an escape.
+    assert CaseResult(name="y", stdout="a\\xffb").stdout_bytes() == b"a\\xffb"
