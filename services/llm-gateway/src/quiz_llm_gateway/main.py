@@ -10,7 +10,7 @@ from fastapi import FastAPI
 
 from quiz_llm_gateway.api import admin_router
 from quiz_llm_gateway.config import Settings
-from quiz_llm_gateway.db import MIGRATIONS, sqlite_immediate
+from quiz_llm_gateway.db import MIGRATIONS
 from quiz_llm_gateway.handlers import endpoints
 from quiz_llm_gateway.metrics import GatewayMetrics
 from quiz_llm_gateway.provider import AnthropicProvider
@@ -52,7 +52,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         runtime.add_endpoint(spec)
 
     async def on_startup(rt: ServiceRuntime) -> None:
-        sqlite_immediate(rt.engine)
         if settings.anthropic_api_key:
             holder.provider = AnthropicProvider(
                 settings.anthropic_api_key, settings.anthropic_base_url, settings.provider_timeout_s
@@ -61,7 +60,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             log.warning("no ANTHROPIC_API_KEY: every call answers llm_not_configured")
         holder.gateway = Gateway(
             settings,
-            Repository(rt.engine),
+            Repository(rt.database_url or "", threads=settings.db_threads),
             holder.provider,
             GatewayMetrics(rt.metrics.registry, rt.metrics.prefix),
         )
@@ -77,6 +76,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             await holder.gateway.sweep()
         if holder.provider is not None:
             await holder.provider.close()
+        if holder.gateway is not None:
+            holder.gateway.repo.close()
 
     return create_service_app(
         runtime, routers=[admin_router(holder.get)], on_startup=on_startup, on_shutdown=on_shutdown

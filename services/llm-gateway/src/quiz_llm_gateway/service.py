@@ -30,7 +30,7 @@ from quiz_llm_gateway.domain.days import budget_day
 from quiz_llm_gateway.domain.output import (
     InvalidSchema,
     Unreadable,
-    check_schema,
+    cached_validator,
     forced_tool,
     read_text_output,
     read_tool_output,
@@ -196,7 +196,7 @@ class Gateway:
         validator = None
         if req.output_schema is not None:
             try:
-                validator = check_schema(req.output_schema.json_schema)
+                validator = cached_validator(req.output_schema.json_schema)
             except InvalidSchema as e:
                 raise ContractError(ErrorCode.invalid_request, str(e)) from e
             tools = [

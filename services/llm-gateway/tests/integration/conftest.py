@@ -12,12 +12,12 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from quiz_llm_gateway.config import Settings
-from quiz_llm_gateway.db import MIGRATIONS, sqlite_immediate
+from quiz_llm_gateway.db import MIGRATIONS
 from quiz_llm_gateway.metrics import GatewayMetrics
 from quiz_llm_gateway.provider import AnthropicProvider
 from quiz_llm_gateway.repository import Repository
 from quiz_llm_gateway.service import Gateway
-from quiz_servicekit.db import create_engine, run_migrations
+from quiz_servicekit.db import run_migrations
 from quiz_testkit.anthropic_stub import AnthropicStub
 
 # 2026-11-29 12:00 UTC: an ordinary winter day in Zurich.
@@ -80,8 +80,7 @@ def gateway_settings(**overrides: Any) -> Settings:
 @pytest.fixture
 async def make_rig(migrated_url: str, anthropic_stub: AnthropicStub) -> AsyncIterator[Any]:
     """Build rigs with settings overrides; everything is closed after the test."""
-    engine = create_engine(migrated_url)
-    sqlite_immediate(engine)
+    repo = Repository(migrated_url, threads=4)
     providers: list[AnthropicProvider] = []
 
     def build(*, configured: bool = True, clock: HandClock | None = None, **overrides: Any) -> Rig:
@@ -94,7 +93,6 @@ async def make_rig(migrated_url: str, anthropic_stub: AnthropicStub) -> AsyncIte
             provider = AnthropicProvider(settings.anthropic_api_key, anthropic_stub.base_url, 10)
             providers.append(provider)
         registry = CollectorRegistry()
-        repo = Repository(engine)
         gateway = Gateway(
             settings,
             repo,
@@ -109,4 +107,4 @@ async def make_rig(migrated_url: str, anthropic_stub: AnthropicStub) -> AsyncIte
     yield build
     for provider in providers:
         await provider.close()
-    await engine.dispose()
+    repo.close()

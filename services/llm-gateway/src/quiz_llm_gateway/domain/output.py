@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from jsonschema import Draft202012Validator
@@ -24,6 +26,16 @@ def check_schema(schema: dict[str, Any]) -> Draft202012Validator:
     except SchemaError as exc:
         raise InvalidSchema(f"output schema is not valid JSON Schema: {exc.message}") from exc
     return Draft202012Validator(schema)
+
+
+def cached_validator(schema: dict[str, Any]) -> Draft202012Validator:
+    """check_schema, remembered per schema text: meta-validation costs milliseconds."""
+    return _validator_for(json.dumps(schema, sort_keys=True, separators=(",", ":")))
+
+
+@lru_cache(maxsize=256)
+def _validator_for(schema_text: str) -> Draft202012Validator:
+    return check_schema(json.loads(schema_text))
 
 
 def forced_tool(name: str, schema: dict[str, Any], description: str | None) -> dict[str, Any]:
