@@ -292,6 +292,11 @@ class Repository:
                     released += 1
             return released
 
+    def _prune_rate_events_sync(self, before: float) -> int:
+        """Forget rate events that left every window (keys not seen again are never pruned)."""
+        with self.engine.begin() as conn:
+            return conn.execute(delete(RATE).where(RATE.c.at <= before)).rowcount
+
     def _day_totals_sync(self, day: date) -> DayTotals | None:
         """The day's cap, open reservations and spend; None before its first call."""
         with self.engine.connect() as conn:
@@ -367,6 +372,10 @@ class Repository:
     async def release_expired(self, now: float) -> int:
         """Release holds whose call crashed or hung past its expiry; returns how many."""
         return await self._run(self._release_expired_sync, now)
+
+    async def prune_rate_events(self, before: float) -> int:
+        """Forget rate events older than `before`; returns how many."""
+        return await self._run(self._prune_rate_events_sync, before)
 
     async def day_totals(self, day: date) -> DayTotals | None:
         """The day's cap, open reservations and spend; None before its first call."""

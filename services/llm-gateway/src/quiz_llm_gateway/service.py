@@ -483,6 +483,7 @@ class Gateway:
         released = await self.repo.release_expired(self.clock())
         if released:
             log.warning("released %d expired reservation(s)", released)
+        await self.repo.prune_rate_events(self.clock() - self.settings.rate_window_s)
         await self.refresh_gauges()
 
     async def refresh_gauges(self) -> None:

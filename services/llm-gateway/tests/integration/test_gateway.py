@@ -395,3 +395,29 @@ async def test_a_failed_settle_is_kept_and_written_by_the_sweep(
     totals = await rig.repo.day_totals(rig.gateway.today())
     assert totals is not None and totals.reserved_micros == 0
     assert totals.spent_micros == row["cost_micros"]
+
+
+async def test_provider_span_carries_genai_attributes(make_rig: Any, spans: Any) -> None:
+    rig = make_rig()
+    rig.stub.script(
+        StubReply.tool({"findings": []}, usage={"input_tokens": 120, "output_tokens": 30})
+    )
+    await rig.gateway.complete(request())
+    [span] = [s for s in spans.get_finished_spans() if s.name == "chat claude-sonnet-4-6"]
+    attrs = dict(span.attributes)
+    assert attrs["gen_ai.operation.name"] == "chat"
+    assert attrs["gen_ai.provider.name"] == "anthropic"
+    assert attrs["gen_ai.request.model"] == "claude-sonnet-4-6"
+    assert attrs["gen_ai.request.max_tokens"] == 500
+    assert attrs["gen_ai.usage.input_tokens"] == 120
+    assert attrs["gen_ai.usage.output_tokens"] == 30
+    assert attrs["quiz.llm.purpose"] == "review"
+
+
+async def test_sweep_prunes_rate_events_of_every_key(make_rig: Any) -> None:
+    rig = make_rig()
+    for user in ("a", "b"):
+        await rig.gateway.complete(request(purpose="generate", user=user))
+    rig.clock.now += 61
+    await rig.gateway.sweep()
+    assert await rig.repo.prune_rate_events(rig.clock.now) == 0
