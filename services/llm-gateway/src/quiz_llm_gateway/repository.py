@@ -13,6 +13,7 @@ from typing import Any, TypeVar
 from sqlalchemy import (
     Connection,
     Engine,
+    Table,
     case,
     create_engine,
     delete,
@@ -26,10 +27,11 @@ from quiz_llm_gateway.db import sqlite_immediate_sync
 from quiz_llm_gateway.domain.ratelimit import RateDecision, decide
 from quiz_llm_gateway.models import BudgetDay, LedgerEntry, RateEvent, Reservation
 
-BUDGET = BudgetDay.__table__
-RESERVATIONS = Reservation.__table__
-LEDGER = LedgerEntry.__table__
-RATE = RateEvent.__table__
+# The Core tables behind the SQLModel classes (SQLModel declares __table__ only at runtime).
+BUDGET: Table = BudgetDay.__table__  # type: ignore[attr-defined]
+RESERVATIONS: Table = Reservation.__table__  # type: ignore[attr-defined]
+LEDGER: Table = LedgerEntry.__table__  # type: ignore[attr-defined]
+RATE: Table = RateEvent.__table__  # type: ignore[attr-defined]
 
 SWEEP_BATCH = 200
 T = TypeVar("T")

@@ -96,10 +96,6 @@ class _Call:
     cost_micros: int = 0
 
 
-def _refusal_code(code: str) -> ErrorCode:
-    return ErrorCode(code)
-
-
 class Gateway:
     """Every LLM call of every service: one instance per replica."""
 
@@ -143,23 +139,24 @@ class Gateway:
         """Answer a call once per request_id on this replica: a repeat joins or reuses it."""
         if req.request_id is None:
             return await self._complete(req, trace_id)
+        # Scoped by purpose and payer: two services choosing the same id never share a reply.
+        key = f"{req.purpose.value}:{req.payer}:{req.request_id}"
         now = self.monotonic()
-        self._recent = (
-            {k: v for k, v in self._recent.items() if v[0] > now}
-            if (len(self._recent) > 10_000)
-            else self._recent
-        )
-        known = self._recent.get(req.request_id)
+        if len(self._recent) > 10_000:
+            self._recent = {k: v for k, v in self._recent.items() if v[0] > now}
+        known = self._recent.get(key)
         if known is not None and known[0] > now:
             return await asyncio.shield(known[1])
         future: asyncio.Future[CompleteReply] = asyncio.get_running_loop().create_future()
-        self._recent[req.request_id] = (now + self.settings.idempotency_ttl_s, future)
+        self._recent[key] = (now + self.settings.idempotency_ttl_s, future)
         try:
             reply = await self._complete(req, trace_id)
         except BaseException as e:
             # Only a success is remembered: a failed call may be asked again.
-            self._recent.pop(req.request_id, None)
-            if not future.done():
+            self._recent.pop(key, None)
+            if isinstance(e, asyncio.CancelledError):
+                future.cancel()
+            else:
                 future.set_exception(e)
                 future.exception()  # retrieved: no "never retrieved" warning
             raise
@@ -270,7 +267,7 @@ class Gateway:
             refusal=self._entry(call, attempt=0, outcome="refused", now=now),
         )
         if not admission.admitted:
-            code = _refusal_code(admission.refused or ErrorCode.llm_budget_exhausted)
+            code = ErrorCode(admission.refused or ErrorCode.llm_budget_exhausted)
             if code is ErrorCode.rate_limited:
                 raise ContractError(
                     code,
