@@ -1,19 +1,24 @@
-"""Admin HTTP view of today's usage and availability (internal port, beside /metrics)."""
+"""Admin HTTP view of today's usage and availability, for holders of the `ops` grant."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import date
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Depends
 
 from quiz_contracts.llm import AvailabilityReply, Purpose, UsageReply
 from quiz_llm_gateway.service import Gateway
+from quiz_servicekit.auth import require_grant
 
 
 def admin_router(gateway: Callable[[], Gateway]) -> APIRouter:
     """`GET /admin/usage` and `GET /admin/availability`: decode → call → encode."""
-    router = APIRouter(prefix="/admin", tags=["admin"])
+    # Spend by payer is personal data: only operators (grant "ops", viewer or more) see it;
+    # anybody else gets the 404 of a route that does not exist for them.
+    router = APIRouter(
+        prefix="/admin", tags=["admin"], dependencies=[Depends(require_grant("ops", "viewer"))]
+    )
 
     @router.get("/usage", response_model=UsageReply)
     async def usage(day: date | None = None, billed_to: str | None = None) -> UsageReply:

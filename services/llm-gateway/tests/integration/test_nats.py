@@ -27,6 +27,7 @@ from quiz_llm_gateway.config import Settings
 from quiz_llm_gateway.main import create_app
 from quiz_servicekit.natsio import request
 from quiz_testkit.anthropic_stub import AnthropicStub, StubReply
+from quiz_testkit.jwt_keys import SigningKeys
 from quiz_testkit.serving import serve_app
 
 
@@ -51,10 +52,11 @@ def complete_request(**overrides: Any) -> CompleteRequest:
 
 @pytest.fixture
 async def gateway_url(
-    nats_url: str, database_url: str, anthropic_stub: AnthropicStub
+    nats_url: str, database_url: str, anthropic_stub: AnthropicStub, signing_keys: SigningKeys
 ) -> AsyncIterator[str]:
     settings = Settings(
         nats_url=nats_url,
+        jwks_file=str(signing_keys.jwks_path),
         database_url=database_url,
         anthropic_api_key="test-key",
         anthropic_base_url=anthropic_stub.base_url,
@@ -99,7 +101,9 @@ async def test_error_codes_over_nats(
     assert info.value.retry_after_s is not None and 0 < info.value.retry_after_s <= 60
 
 
-async def test_availability_and_usage_over_nats(gateway_url: str, nc: NATS) -> None:
+async def test_availability_and_usage_over_nats(
+    gateway_url: str, nc: NATS, signing_keys: SigningKeys
+) -> None:
     availability = await request(
         nc, subjects.LLM_AVAILABILITY, AvailabilityRequest(), AvailabilityReply, timeout=5
     )
@@ -120,7 +124,12 @@ async def test_availability_and_usage_over_nats(gateway_url: str, nc: NATS) -> N
     assert usage.cap_usd == Decimal("3")
 
     async with httpx.AsyncClient(base_url=gateway_url) as http:
-        admin = (await http.get("/admin/usage")).json()
+        teacher = signing_keys.mint("teacher-1", {"question:1": {"role": "owner"}})
+        hidden = await http.get("/admin/usage", headers={"authorization": f"Bearer {teacher}"})
+        assert hidden.status_code == 404
+        assert (await http.get("/admin/usage")).status_code == 401
+        ops = signing_keys.mint("ops-1", {"ops": {"role": "viewer"}})
+        admin = (await http.get("/admin/usage", headers={"authorization": f"Bearer {ops}"})).json()
         assert Decimal(admin["spent_usd"]) == usage.spent_usd
         metrics = (await http.get("/metrics")).text
         assert "quiz_llm_gateway_calls_total" in metrics
