@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 import uuid
@@ -15,9 +16,12 @@ from quiz_runner.sandbox.bwrap import BwrapSandbox
 from quiz_runner.service import RunnerService
 from quiz_runner.slots import Slots
 
-# Slot uids of the tests: apart from a runner that may be running on the same host.
-TEST_UID_BASE = 62000
+# Slot uids of the tests: apart from a runner that may run on the same host (61000+), and one
+# block of TEST_SLOTS per test session, claimed by a lock, so that two sessions at once (a
+# developer and CI, or the whole-repo run beside this one) never sweep each other's sandboxes.
+TEST_UID_FIRST = 62000
 TEST_SLOTS = 2
+TEST_ROOT = Path("/var/lib/quiz-runner-test")
 
 
 def uid_processes(uids: range) -> list[tuple[int, int, str]]:
@@ -42,11 +46,31 @@ def uid_processes(uids: range) -> list[tuple[int, int, str]]:
 
 
 @pytest.fixture(scope="session")
+def test_uid_base() -> Iterator[int]:
+    """First slot uid of this session: a free block, held by an exclusive lock for the session."""
+    TEST_ROOT.mkdir(parents=True, exist_ok=True)
+    for block in range(256):
+        base = TEST_UID_FIRST + block * TEST_SLOTS
+        lock = open(TEST_ROOT / f"uids-{base}.lock", "w")
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            lock.close()
+            continue
+        try:
+            yield base
+        finally:
+            lock.close()
+        return
+    raise RuntimeError("no free block of test uids")
+
+
+@pytest.fixture(scope="session")
 def state_dir() -> Iterator[Path]:
     """A state dir the slot uids can traverse (pytest's tmp dirs are 0700 root)."""
-    root = Path("/var/lib/quiz-runner-test") / uuid.uuid4().hex[:12]
+    root = TEST_ROOT / uuid.uuid4().hex[:12]
     root.mkdir(parents=True)
-    os.chmod(root.parent, 0o711)  # noqa: S103 - traversal only, for the slot uids
+    os.chmod(TEST_ROOT, 0o711)  # noqa: S103 - traversal only, for the slot uids
     os.chmod(root, 0o711)  # noqa: S103
     yield root
     shutil.rmtree(root, ignore_errors=True)
@@ -79,25 +103,19 @@ def backend(request: pytest.FixtureRequest, init_path: Path):  # type: ignore[no
 
 
 @pytest.fixture(scope="session")
-def runner(backend, state_dir: Path) -> RunnerService:  # type: ignore[no-untyped-def]
-    """A RunnerService over the backend with the tests' slot uids."""
+def runner(backend, state_dir: Path, test_uid_base: int) -> RunnerService:  # type: ignore[no-untyped-def]
+    """A RunnerService over the backend with this session's slot uids."""
     return RunnerService(
         backend,
         Slots(TEST_SLOTS, retry_after_s=0.5),
         state_dir,
-        uid_base=TEST_UID_BASE,
+        uid_base=test_uid_base,
     )
 
 
-@pytest.fixture(scope="session")
-def test_uid_base() -> int:
-    """First slot uid of the tests."""
-    return TEST_UID_BASE
-
-
 @pytest.fixture
-def no_leftovers() -> Iterator[None]:
-    """Assert that no process of a test slot uid outlives the test."""
+def no_leftovers(test_uid_base: int) -> Iterator[None]:
+    """Assert that no process of this session's slot uids outlives the test."""
     yield
-    left = uid_processes(range(TEST_UID_BASE, TEST_UID_BASE + TEST_SLOTS))
+    left = uid_processes(range(test_uid_base, test_uid_base + TEST_SLOTS))
     assert left == [], f"processes left running: {left}"

@@ -26,6 +26,7 @@ from pathlib import Path
 import docker
 from docker.errors import DockerException, ImageNotFound, NotFound
 from docker.types import LogConfig, Mount, Ulimit
+from requests.exceptions import RequestException
 
 from quiz_runner.languages import (
     BUILD_DIR,
@@ -335,7 +336,7 @@ class DockerSandbox:
             if collect is not None:
                 result.collected = read_report(reports / "collect", limits.file_bytes + 1)
         finally:
-            with contextlib.suppress(NotFound):
+            with contextlib.suppress(NotFound, RequestException):
                 container.remove(force=True)
             shutil.rmtree(reports, ignore_errors=True)
             if job.uid:
@@ -398,9 +399,15 @@ class DockerSandbox:
         except OSError:
             ended = True
         if not ended:
-            with contextlib.suppress(DockerException):
+            # Close the stream first: dockerd blocks a kill while it cannot deliver output that
+            # nobody reads any more.
+            with contextlib.suppress(OSError):
+                raw.shutdown(socket.SHUT_RDWR)
+            with contextlib.suppress(OSError):
+                raw.close()
+            with contextlib.suppress(DockerException, RequestException):
                 container.kill()
-        with contextlib.suppress(DockerException, OSError):
+        with contextlib.suppress(DockerException, RequestException, OSError):
             container.wait(timeout=10)
         result.wall_ms = int((time.monotonic() - start) * 1000)
         with contextlib.suppress(OSError):
