@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Tools the tests use beyond Python packages: promtool (checks /metrics) and a Docker engine
-# (the runner's docker backend). Installed only when missing and only when we are root with
-# apt-get (CI and these dev machines); elsewhere the tests that need them say why they skip.
+# Tools the tests use beyond Python packages: promtool (checks /metrics), nginx (the API
+# gateway of the e2e tests) and a Docker engine (the runner's docker backend). Installed only
+# when missing and only when we are root with apt-get (CI and these dev machines); elsewhere
+# the tests that need them say why they skip.
 set -u
 tools="$(cd "$(dirname "$0")/.." && pwd)/.data/tools"
 mkdir -p "$tools/bin"
@@ -17,6 +18,14 @@ if ! command -v promtool >/dev/null && [ ! -x "$tools/bin/promtool" ] && can_apt
     dpkg -x "$tmp"/prometheus_*.deb "$tmp/x" && cp "$tmp/x/usr/bin/promtool" "$tools/bin/"
   fi
   rm -rf "$tmp"
+fi
+if ! command -v nginx >/dev/null && [ ! -x /usr/sbin/nginx ] && can_apt; then
+  # The e2e tests put the platform's API gateway (nginx) in front of the services.
+  apt_update
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx-light >/dev/null 2>&1 \
+    || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx >/dev/null 2>&1 || true
+  # Debian starts the packaged server; ours run with their own configs.
+  command -v service >/dev/null && service nginx stop >/dev/null 2>&1 || true
 fi
 if ! command -v dockerd >/dev/null && can_apt; then
   apt_update

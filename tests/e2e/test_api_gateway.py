@@ -1,0 +1,154 @@
+"""A teacher's wand call as it really travels: nginx (the API gateway) → editor-assist → NATS →
+llm-gateway (→ the model) and runner, every service its own process, as `make run` starts them."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from quiz_testkit.anthropic_stub import AnthropicStub, StubReply
+from quiz_testkit.jwt_keys import SigningKeys
+from quiz_testkit.nats_server import free_port
+from quiz_testkit.system import ROOT, System
+
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+NGINX_CONF = ROOT / "deploy" / "compose" / "nginx.conf"
+ROUTED = {"editor-assist", "review", "poll", "lesson-fix"}
+
+
+def nginx_binary() -> str | None:
+    return shutil.which("nginx") or (
+        "/usr/sbin/nginx" if Path("/usr/sbin/nginx").exists() else None
+    )
+
+
+def local_nginx_conf(urls: dict[str, str], port: int, prefix: Path) -> str:
+    """The compose API gateway's config, its upstreams pointed at the local processes."""
+    conf = NGINX_CONF.read_text()
+    for name in ROUTED:
+        host_port = urls[name].removeprefix("http://")
+        conf = conf.replace(f"server {name}:8080;", f"server {host_port};")
+    conf = conf.replace("listen 8080;", f"listen 127.0.0.1:{port};")
+    conf = conf.replace("/tmp/", f"{prefix}/")
+    assert "8080" not in conf, "every upstream and the listener were rewritten"
+    return conf
+
+
+@pytest.fixture(scope="module")
+def stub() -> Iterator[AnthropicStub]:
+    server = AnthropicStub()
+    server.start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def platform(
+    tmp_path_factory: pytest.TempPathFactory, stub: AnthropicStub
+) -> Iterator[tuple[str, SigningKeys]]:
+    nginx = nginx_binary()
+    if nginx is None:
+        pytest.skip("nginx is not installed (scripts/ensure-test-tools.sh installs it as root)")
+    data = tmp_path_factory.mktemp("platform")
+    system = System(
+        data, None, {"ANTHROPIC_API_KEY": "test-key", "ANTHROPIC_BASE_URL": stub.base_url}
+    )
+    proxy: subprocess.Popen[bytes] | None = None
+    try:
+        _, urls = system.wait_table()
+        port = free_port()
+        conf = data / "nginx.conf"
+        conf.write_text(local_nginx_conf(urls, port, data))
+        proxy = subprocess.Popen(
+            [nginx, "-p", str(data), "-c", str(conf), "-g", "daemon off;"],
+            stdout=subprocess.DEVNULL,
+            stderr=(data / "nginx.log").open("wb"),
+        )
+        base = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                httpx.get(f"{base}/nothing", timeout=1)
+                break
+            except httpx.TransportError:
+                if time.monotonic() > deadline or proxy.poll() is not None:
+                    pytest.fail(f"nginx did not start: {(data / 'nginx.log').read_text()}")
+                time.sleep(0.1)
+        # The dev key `make run` created is the one the services trust.
+        yield base, SigningKeys.load_or_create(data / "dev-keys")
+    finally:
+        if proxy is not None:
+            proxy.terminate()
+            proxy.wait(10)
+        if system.proc.poll() is None:
+            system.interrupt()
+        system.kill()
+
+
+def test_code_question_generated_and_settled_through_the_api_gateway(
+    platform: tuple[str, SigningKeys], stub: AnthropicStub
+) -> None:
+    base, keys = platform
+    token = keys.mint("teacher-e2e", {"question:42": {"role": "contributor", "type": "code"}})
+    stub.script(
+        StubReply.tool(
+            {
+                "reference": "n = int(input())\nprint(n * n)\n",
+                "cases": [{"name": "three", "stdin": "3\n"}, {"name": "ten", "stdin": "10\n"}],
+                "explanation": "Square the number read.",
+            }
+        )
+    )
+    draft = {
+        "prompt": "Read n and print n squared.",
+        "language": "python",
+        "reference": "",
+        "cases": [],
+    }
+    traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+    r = httpx.post(
+        f"{base}/app/api/questions/42/generate",
+        json={"config": draft, "explanation": ""},
+        headers={"authorization": f"Bearer {token}", "traceparent": traceparent},
+        timeout=120,
+    )
+    assert r.status_code == 200, r.text
+    body = r.json()
+    outputs = {c["name"]: c["expected_stdout"] for c in body["config"]["cases"]}
+    assert outputs == {"three": "9\n", "ten": "100\n"}
+    assert body["explanation"] == "Square the number read."
+    assert body["incomplete"] is None
+    # The model saw the draft as data, and nothing but the draft: no name, no token.
+    sent = stub.requests[-1]
+    assert "teacher-e2e" not in str(sent.body)
+    assert sent.body["tool_choice"] == {"type": "tool", "name": "propose_code"}
+
+
+def test_access_is_checked_behind_the_gateway(platform: tuple[str, SigningKeys]) -> None:
+    base, keys = platform
+    outsider = keys.mint("teacher-x", {"question:7": {"role": "contributor", "type": "mcq"}})
+    r = httpx.post(
+        f"{base}/app/api/questions/42/generate",
+        json={"config": {"prompt": "x"}},
+        headers={"authorization": f"Bearer {outsider}"},
+        timeout=30,
+    )
+    assert r.status_code == 404 and r.json()["code"] == "not_found"
+    r = httpx.get(f"{base}/app/api/generate/availability", timeout=30)
+    assert r.status_code == 401
+    r = httpx.get(
+        f"{base}/app/api/generate/availability",
+        headers={"authorization": f"Bearer {outsider}"},
+        timeout=30,
+    )
+    assert r.status_code == 200 and r.json()["available"] is True
+    # Internal routes are not published by the gateway.
+    assert httpx.get(f"{base}/metrics", timeout=10).status_code == 404
+    assert re.search(r"json", httpx.get(f"{base}/metrics", timeout=10).headers["content-type"])
