@@ -42,11 +42,9 @@ def local_nginx_conf(urls: dict[str, str], port: int, prefix: Path) -> str:
 
 
 @pytest.fixture(scope="module")
-def stub() -> Iterator[AnthropicStub]:
-    server = AnthropicStub()
-    server.start()
-    yield server
-    server.stop()
+def stub(anthropic_stub_server: AnthropicStub) -> AnthropicStub:
+    anthropic_stub_server.reset()
+    return anthropic_stub_server
 
 
 @pytest.fixture(scope="module")

@@ -83,7 +83,8 @@ def spans() -> Iterator[InMemorySpanExporter]:
 
 
 @pytest.fixture(scope="session")
-def _anthropic_stub_server() -> Iterator[AnthropicStub]:
+def anthropic_stub_server() -> Iterator[AnthropicStub]:
+    """The stub server for the whole session, not reset: for module-scoped fixtures."""
     from quiz_testkit.anthropic_stub import AnthropicStub
 
     stub = AnthropicStub()
@@ -93,11 +94,11 @@ def _anthropic_stub_server() -> Iterator[AnthropicStub]:
 
 
 @pytest.fixture
-def anthropic_stub(_anthropic_stub_server: AnthropicStub) -> Iterator[AnthropicStub]:
+def anthropic_stub(anthropic_stub_server: AnthropicStub) -> Iterator[AnthropicStub]:
     """The Anthropic-compatible stub, reset for each test; script it per call."""
-    _anthropic_stub_server.reset()
-    yield _anthropic_stub_server
-    _anthropic_stub_server.reset()
+    anthropic_stub_server.reset()
+    yield anthropic_stub_server
+    anthropic_stub_server.reset()
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[Any]) -> None:

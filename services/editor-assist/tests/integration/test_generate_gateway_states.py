@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import httpx
@@ -59,14 +58,6 @@ async def generate_with_gateway(
         nats.stop()
 
 
-@pytest.fixture
-async def stub() -> AsyncIterator[AnthropicStub]:
-    server = AnthropicStub()
-    server.start()
-    yield server
-    server.stop()
-
-
 async def test_no_key_is_llm_not_configured(tmp_path: Path, signing_keys: SigningKeys) -> None:
     r = await generate_with_gateway(tmp_path, signing_keys, {"ANTHROPIC_API_KEY": ""})
     assert r.status_code == 409, r.text
@@ -74,14 +65,14 @@ async def test_no_key_is_llm_not_configured(tmp_path: Path, signing_keys: Signin
 
 
 async def test_spent_cap_is_llm_budget_exhausted(
-    tmp_path: Path, signing_keys: SigningKeys, stub: AnthropicStub
+    tmp_path: Path, signing_keys: SigningKeys, anthropic_stub: AnthropicStub
 ) -> None:
     env = {
         "ANTHROPIC_API_KEY": "test-key",
-        "ANTHROPIC_BASE_URL": stub.base_url,
+        "ANTHROPIC_BASE_URL": anthropic_stub.base_url,
         "LLM_DAILY_CAP_USD": "0",
     }
     r = await generate_with_gateway(tmp_path, signing_keys, env)
     assert r.status_code == 429, r.text
     assert r.json()["code"] == "llm_budget_exhausted"
-    assert stub.requests == []
+    assert anthropic_stub.requests == []

@@ -21,11 +21,8 @@ pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 
 @pytest.fixture(scope="module")
-def stub() -> Iterator[AnthropicStub]:
-    server = AnthropicStub()
-    server.start()
-    yield server
-    server.stop()
+def stub(anthropic_stub_server: AnthropicStub) -> AnthropicStub:
+    return anthropic_stub_server
 
 
 @pytest.fixture(scope="module")
