@@ -80,14 +80,27 @@ def test_compose_validates_against_the_compose_spec() -> None:
     jsonschema.Draft7Validator(schema).validate(compose)
 
 
+SHARED_DOCKERFILE = "deploy/docker/service.Dockerfile"
+
+
+def dockerfile_of(name: str) -> str:
+    """The runner has its own (toolchains); every other service builds from the shared one."""
+    own = f"services/{name}/Dockerfile"
+    return own if (ROOT / own).is_file() else SHARED_DOCKERFILE
+
+
 def test_every_service_has_a_dockerfile_and_a_compose_service() -> None:
     compose = yaml.safe_load(COMPOSE_FILE.read_text())["services"]
     for name in workspace_services():
-        assert (ROOT / "services" / name / "Dockerfile").is_file(), name
         assert name in compose, f"{name} is not in docker-compose.yml"
         build = compose[name]["build"]
         assert build["context"] == "."
-        assert build["dockerfile"] == f"services/{name}/Dockerfile"
+        assert build["dockerfile"] == dockerfile_of(name)
+        if build["dockerfile"] == SHARED_DOCKERFILE:
+            assert build["args"]["SERVICE"] == name
+            assert (
+                f'quiz-{name} = "quiz_' in (ROOT / "services" / name / "pyproject.toml").read_text()
+            )
 
 
 def test_compose_waits_for_healthy_dependencies() -> None:
@@ -123,15 +136,20 @@ def test_compose_databases_are_created_by_the_init_script() -> None:
 
 @pytest.mark.parametrize("name", workspace_services())
 def test_dockerfile_builds_the_service(name: str) -> None:
-    text = (ROOT / "services" / name / "Dockerfile").read_text()
+    text = (ROOT / dockerfile_of(name)).read_text()
     module = "quiz_" + name.replace("-", "_")
+    shared = dockerfile_of(name) == SHARED_DOCKERFILE
+    package = "quiz-${SERVICE}" if shared else f"quiz-{name}"
     assert re.search(r"^FROM \$\{PYTHON_IMAGE\} AS build", text, re.M)
     assert "ARG PYTHON_IMAGE=python:3.11-slim" in text
-    assert f"uv sync --frozen --no-dev --no-editable --package quiz-{name}" in text
+    assert f"uv sync --frozen --no-dev --no-editable --package {package}" in text
     assert "/healthz" in text and "HEALTHCHECK" in text
     assert "EXPOSE 8080" in text
     assert "HTTP_HOST=0.0.0.0" in text and "HTTP_PORT=8080" in text
-    assert f'CMD ["python", "-m", "{module}.main"]' in text
+    if shared:
+        assert 'CMD ["/app/service"]' in text and "quiz-${SERVICE}" in text
+    else:
+        assert f'CMD ["python", "-m", "{module}.main"]' in text
     users = re.findall(r"^USER (\S+)", text, re.M)
     assert users, "no USER"
     if name in ROOT_ALLOWED:

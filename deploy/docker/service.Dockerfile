@@ -1,10 +1,13 @@
 # syntax=docker/dockerfile:1
-# lesson-fix: build from the repository root (the uv workspace), e.g.
-#   docker build -f services/lesson-fix/Dockerfile -t quiz-lesson-fix .
+# Every service but the runner (which adds toolchains): one file, the service as a build arg.
+# Build from the repository root (the uv workspace), e.g.
+#   docker build -f deploy/docker/service.Dockerfile --build-arg SERVICE=review -t quiz-${SERVICE} .
 
 ARG PYTHON_IMAGE=python:3.11-slim
 
 FROM ${PYTHON_IMAGE} AS build
+ARG SERVICE
+RUN test -n "$SERVICE" || (echo 'build with --build-arg SERVICE=<name>' >&2; exit 1)
 # uv from pip, pinned to the version the lock file was written with.
 ARG UV_VERSION=0.13.9
 RUN pip install --no-cache-dir "uv==${UV_VERSION}"
@@ -19,20 +22,24 @@ WORKDIR /src
 # workspace members from uv.lock, so their sources are not needed yet.
 COPY pyproject.toml uv.lock ./
 RUN --mount=type=cache,target=/root/.cache/uv \
-    uv sync --frozen --no-dev --no-install-workspace --package quiz-lesson-fix
+    uv sync --frozen --no-dev --no-install-workspace --package quiz-${SERVICE}
 # Then the libs and this service only, installed as wheels (--no-editable): the runtime
 # stage copies the venv and nothing of /src.
 COPY libs ./libs
-COPY services/lesson-fix ./services/lesson-fix
+COPY services/${SERVICE} ./services/${SERVICE}
 RUN --mount=type=cache,target=/root/.cache/uv \
-    uv sync --frozen --no-dev --no-editable --package quiz-lesson-fix
+    uv sync --frozen --no-dev --no-editable --package quiz-${SERVICE}
 
 FROM ${PYTHON_IMAGE} AS runtime
+ARG SERVICE
 # A numeric uid, so Kubernetes' runAsNonRoot can check it without reading /etc/passwd.
 RUN groupadd --system --gid 10001 quiz \
     && useradd --system --uid 10001 --gid quiz --no-create-home --shell /usr/sbin/nologin quiz \
     && install -d -o quiz -g quiz -m 0750 /var/lib/quiz
 COPY --from=build /app/.venv /app/.venv
+# The package's console script (`quiz-<service>`, see its pyproject) under one fixed name, so
+# CMD needs no shell to pick the service.
+RUN ln -s "/app/.venv/bin/quiz-${SERVICE}" /app/service
 # QUIZ_DATA_DIR holds the SQLite fallback when no DATABASE_URL is given (dev only).
 ENV PATH=/app/.venv/bin:$PATH \
     PYTHONUNBUFFERED=1 \
@@ -46,4 +53,4 @@ EXPOSE 8080
 # Liveness only (the process answers); readiness (/readyz) is the orchestrator's business.
 HEALTHCHECK --interval=15s --timeout=3s --start-period=20s --retries=3 \
     CMD ["python", "-c", "import os,urllib.request as u; u.urlopen('http://127.0.0.1:%s/healthz' % os.environ.get('HTTP_PORT', '8080'), timeout=2)"]
-CMD ["python", "-m", "quiz_lesson_fix.main"]
+CMD ["/app/service"]
