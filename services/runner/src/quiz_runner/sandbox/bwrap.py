@@ -216,7 +216,7 @@ class BwrapSandbox:
                 result.collected = collected.read(limits.file_bytes + 1)
         if result.init_error is not None or result.timed_out is not None:
             # The kernel ends the pid namespace with its pid 1; this sweep is the second lock.
-            kill_uid(job.uid)
+            await asyncio.to_thread(kill_uid, job.uid)
         judge_memory(result, limits)
         return result
 
@@ -259,17 +259,17 @@ async def run_bounded(
 
     async def drain(stream: asyncio.StreamReader) -> bytes:
         data = bytearray()
-        while True:
-            chunk = await stream.read(65536)
-            if not chunk:
-                return bytes(data)
+        while chunk := await stream.read(65536):
             room = limits.output_bytes - len(data)
-            data += chunk[: max(room, 0)]
-            if len(chunk) > room:
+            if room > 0:
+                data += chunk[:room]
+            if len(chunk) > room and not result.output_truncated:
                 # Over the limit: stop the whole case now rather than read forever.
                 result.output_truncated = True
                 cut.set()
-                return bytes(data)
+            # Past the limit, keep reading (and dropping) until EOF: asyncio's Process.wait()
+            # returns only once every pipe is closed, and a paused pipe never sees its EOF.
+        return bytes(data)
 
     assert proc.stdout is not None and proc.stderr is not None
     feeding = asyncio.create_task(feed())
@@ -286,19 +286,25 @@ async def run_bounded(
         # Killing bwrap kills the sandbox's pid 1 (--die-with-parent), hence its whole tree.
         with contextlib.suppress(ProcessLookupError):
             proc.kill()
-        kill_uid(uid)
-        await wait_task
+        await asyncio.to_thread(kill_uid, uid)
     cut_task.cancel()
+    # Stdin a program never read would keep its pipe (and so Process.wait()) open.
     feeding.cancel()
-    # The streams end once every process holding them is gone; bounded wait just in case.
+    with contextlib.suppress(OSError):
+        proc.stdin.close()  # type: ignore[union-attr]
     try:
+        # Every process holding the pipes is gone by now: the streams end at once.
         result.stdout, result.stderr = await asyncio.wait_for(
-            asyncio.gather(out_task, err_task), timeout=2.0
+            asyncio.gather(out_task, err_task), timeout=5.0
         )
+        await asyncio.wait_for(wait_task, timeout=5.0)
     except TimeoutError:
-        kill_uid(uid)
+        await asyncio.to_thread(kill_uid, uid)
         out_task.cancel()
         err_task.cancel()
-        result.init_error = "output streams stayed open after the sandbox ended"
+        wait_task.cancel()
+        transport = proc._transport  # type: ignore[attr-defined]
+        transport.close()  # closes our pipe ends and reaps in the background
+        result.init_error = "the sandbox's pipes stayed open after it ended"
     result.wall_ms = int((time.monotonic() - start) * 1000)
     return result
