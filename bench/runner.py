@@ -119,7 +119,11 @@ async def bench(args: argparse.Namespace, state: Path, script: Path) -> None:
         (f"C: compile per case × {N}", f"{per:.2f} s"),
         ("C: compile-per-case / compile-once", f"{per / once:.1f}×"),
     ]
-    print(f"runner bench — backend {args.backend}, {cores} cores, python {Toolchain().python}")
+    load = os.getloadavg()[0]
+    print(
+        f"runner bench — backend {args.backend}, {cores} cores, python {Toolchain().python}, "
+        f"load average {load:.2f} at the end (other work on the host slows every figure)"
+    )
     print("| figure | value |\n|---|---|")
     for name, value in rows:
         print(f"| {name} | {value} |")

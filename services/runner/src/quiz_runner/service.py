@@ -111,17 +111,20 @@ def validate_request(req: RunRequest) -> tuple[RunLanguage, str, dict[str, bytes
     return language, entry, files
 
 
-def case_limits(limits: RunLimits, plan: Plan, *, output_floor: int = 0) -> ExecLimits:
+def case_limits(
+    limits: RunLimits, plan: Plan, *, output_floor: int = 0, file_floor: int = 0
+) -> ExecLimits:
     """Kernel-level limits of one case: the request's, plus what the runtime itself reserves."""
+    file_bytes = max(limits.file_bytes, file_floor)
     return ExecLimits(
         cpu_s=max(1, math.ceil(limits.cpu_s)),
         wall_s=limits.wall_s,
         address_mb=limits.memory_mb + plan.extra_address_mb,
         processes=limits.processes + plan.extra_processes,
         output_bytes=max(limits.output_bytes, output_floor),
-        file_bytes=limits.file_bytes,
+        file_bytes=file_bytes,
         memory_mb=limits.memory_mb,
-        tmpfs_bytes=max(4 * limits.file_bytes, 8 * 1024 * 1024),
+        tmpfs_bytes=max(4 * file_bytes, 8 * 1024 * 1024),
     )
 
 
@@ -267,14 +270,16 @@ class RunnerService:
         """Run one case; the first one also yields the picture when the request asks for it."""
         spec = req.picture if first else None
         collect = None
-        floor = 0
+        output_floor = file_floor = 0
         if spec is not None:
+            # A P3 picture takes up to 12 bytes a pixel: the picture always fits whole.
+            size = spec.width * spec.height * 12 + 1024
             if spec.source == "file":
                 collect = f"{WORK_DIR}/{spec.path}"
+                file_floor = size
             else:
-                # A P3 picture takes up to 12 bytes a pixel: let it through whole.
-                floor = spec.width * spec.height * 12 + 1024
-        limits = case_limits(req.limits, plan, output_floor=floor)
+                output_floor = size
+        limits = case_limits(req.limits, plan, output_floor=output_floor, file_floor=file_floor)
         ex = await self.sandbox.run(
             job, [*plan.run, *case.args], case.stdin.encode(), limits, collect
         )
