@@ -96,12 +96,12 @@ def decode_ppm(data: bytes, width: int, height: int) -> Decoded:
     return Decoded(width, height, rgb, missing, invalid, "; ".join(errors) or None)
 
 
-def pixels_sha256(width: int, height: int, rgb: bytes) -> str:
+def pixels_sha256(width: int, height: int, rgb: bytes | bytearray) -> str:
     """Stable hash of the canonical pixels, independent of any PNG encoder."""
     return hashlib.sha256(f"RGB8 {width} {height}\n".encode() + bytes(rgb)).hexdigest()
 
 
-def encode_png(width: int, height: int, rgb: bytes) -> bytes:
+def encode_png(width: int, height: int, rgb: bytes | bytearray) -> bytes:
     """PNG of the RGB pixels."""
     buf = io.BytesIO()
     Image.frombytes("RGB", (width, height), bytes(rgb)).save(buf, format="PNG", optimize=False)

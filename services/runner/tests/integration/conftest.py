@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from quiz_runner.sandbox.base import ensure_init
+from quiz_runner.sandbox.base import Sandbox, ensure_init
 from quiz_runner.sandbox.bwrap import BwrapSandbox
 from quiz_runner.service import RunnerService
 from quiz_runner.slots import Slots
@@ -82,7 +82,7 @@ def init_path(state_dir: Path) -> Path:
 
 
 @pytest.fixture(scope="session")
-def docker_sandbox(init_path: Path, state_dir: Path):  # type: ignore[no-untyped-def]
+def docker_sandbox(init_path: Path) -> Sandbox:
     """The docker backend on a real engine, started here if installed; skip only if none."""
     from quiz_runner.sandbox import docker as docker_backend
 
@@ -95,15 +95,16 @@ def docker_sandbox(init_path: Path, state_dir: Path):  # type: ignore[no-untyped
 
 
 @pytest.fixture(scope="session", params=["bwrap", pytest.param("docker", marks=pytest.mark.docker)])
-def backend(request: pytest.FixtureRequest, init_path: Path):  # type: ignore[no-untyped-def]
+def backend(request: pytest.FixtureRequest, init_path: Path) -> Sandbox:
     """Each sandbox backend in turn."""
     if request.param == "bwrap":
         return BwrapSandbox(init_path)
-    return request.getfixturevalue("docker_sandbox")
+    sandbox: Sandbox = request.getfixturevalue("docker_sandbox")
+    return sandbox
 
 
 @pytest.fixture(scope="session")
-def runner(backend, state_dir: Path, test_uid_base: int) -> RunnerService:  # type: ignore[no-untyped-def]
+def runner(backend: Sandbox, state_dir: Path, test_uid_base: int) -> RunnerService:
     """A RunnerService over the backend with this session's slot uids."""
     return RunnerService(
         backend,

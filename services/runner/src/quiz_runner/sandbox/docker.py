@@ -25,6 +25,7 @@ from pathlib import Path
 
 import docker
 from docker.errors import DockerException, ImageNotFound, NotFound
+from docker.models.containers import Container
 from docker.types import LogConfig, Mount, Ulimit
 from requests.exceptions import RequestException
 
@@ -344,7 +345,7 @@ class DockerSandbox:
         judge_memory(result, limits)
         return result
 
-    def _attach_and_wait(self, container, stdin: bytes, limits: ExecLimits) -> Execution:  # type: ignore[no-untyped-def]
+    def _attach_and_wait(self, container: Container, stdin: bytes, limits: ExecLimits) -> Execution:
         """Feed stdin and read the multiplexed output, bounded, until exit, cut or wall clock."""
         result = Execution()
         params = {"stdin": 1, "stdout": 1, "stderr": 1, "stream": 1}
