@@ -7,6 +7,7 @@ Ctrl-C (or SIGTERM) stops every child; children also die with this process (PDEA
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import signal
@@ -114,24 +115,23 @@ def exited(procs: list[tuple[str, subprocess.Popen[bytes]]]) -> str | None:
 
 
 def stop_all(procs: list[tuple[str, subprocess.Popen[bytes]]]) -> None:
-    """SIGTERM every child's group, wait, then SIGKILL what is left: no orphan survives."""
-    for _, p in reversed(procs):
-        if p.poll() is None:
+    """Stop the services, then NATS (they drain through it): SIGTERM, then SIGKILL if stuck."""
+    services = [(n, p) for n, p in procs if n != "nats"]
+    broker = [(n, p) for n, p in procs if n == "nats"]
+    for group in (services, broker):
+        for _, p in group:
+            if p.poll() is None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(p.pid, signal.SIGTERM)
+        deadline = time.monotonic() + 15
+        for name, p in group:
             try:
-                os.killpg(p.pid, signal.SIGTERM)
-            except ProcessLookupError:
-                pass
-    deadline = time.monotonic() + 15
-    for name, p in reversed(procs):
-        try:
-            p.wait(max(0.1, deadline - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            print(f"{name} did not stop in time; killing it", flush=True)
-            try:
-                os.killpg(p.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            p.wait()
+                p.wait(max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                print(f"{name} did not stop in time; killing it", flush=True)
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(p.pid, signal.SIGKILL)
+                p.wait()
 
 
 def main() -> int:

@@ -78,5 +78,9 @@ def test_make_run_brings_up_six_services_and_stops_clean(
     time.sleep(0.5)
     alive = [p for p in children if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
     assert alive == [], [p.cmdline() for p in alive]
+    log = sys_.log.read_text(errors="replace")
+    # Clean means each service drained its NATS connection before the broker stopped.
+    assert "Application shutdown failed" not in log, log[-3000:]
+    assert "Traceback" not in log, log[-3000:]
     if tool is None:
         pytest.skip("promtool is not installed: metrics were not checked by it")

@@ -15,6 +15,7 @@ from typing import Any
 import uvicorn
 from fastapi import APIRouter, FastAPI, Request
 from fastapi.responses import JSONResponse, Response
+from nats import errors as nats_errors
 from nats.aio.client import Client as NATS
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from sqlalchemy import text
@@ -145,7 +146,11 @@ def create_service_app(
             if on_shutdown is not None:
                 await on_shutdown(runtime)
             if runtime._nc is not None and not runtime._nc.is_closed:
-                await runtime._nc.drain()
+                try:
+                    await runtime._nc.drain()
+                except (nats_errors.ConnectionReconnectingError, nats_errors.ConnectionClosedError):
+                    # The broker went first: nothing left to drain, close what remains.
+                    await runtime._nc.close()
             if runtime._engine is not None:
                 await runtime._engine.dispose()
 
