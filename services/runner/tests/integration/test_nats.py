@@ -17,6 +17,7 @@ from quiz_contracts.runner import RunCase, RunFile, RunLimits, RunReply, RunRequ
 from quiz_runner.config import RunnerSettings
 from quiz_runner.main import create_app
 from quiz_servicekit.natsio import request
+from quiz_testkit.jwt_keys import SigningKeys
 from quiz_testkit.serving import serve_app
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("no_leftovers")]
@@ -32,9 +33,12 @@ def py_request(source: str, *cases: RunCase) -> RunRequest:
 
 
 @pytest.fixture
-async def runner_url(nats_url: str, state_dir: Path, test_uid_base: int) -> AsyncIterator[str]:
+async def runner_url(
+    nats_url: str, state_dir: Path, test_uid_base: int, signing_keys: SigningKeys
+) -> AsyncIterator[str]:
     settings = RunnerSettings(
         nats_url=nats_url,
+        jwks_file=str(signing_keys.jwks_path),
         state_dir=str(state_dir / "service"),
         slots=1,
         uid_base=test_uid_base,
@@ -66,14 +70,22 @@ async def test_compile_failed_is_a_reply(runner_url: str, nc: NATS) -> None:
     assert reply.cases == []
 
 
-async def test_busy_is_answered_at_once(runner_url: str, nc: NATS) -> None:
+async def test_busy_is_answered_at_once(
+    runner_url: str, nc: NATS, signing_keys: SigningKeys
+) -> None:
     """With the only slot taken, the next request is refused with runner_busy, not queued."""
     slow = asyncio.create_task(
         request(
             nc, subjects.RUNNER_RUN, py_request("import time\ntime.sleep(2)"), RunReply, timeout=30
         )
     )
-    async with httpx.AsyncClient(base_url=runner_url) as http:
+    ops = signing_keys.mint("ops-1", {"ops": {"role": "viewer"}})
+    async with httpx.AsyncClient(
+        base_url=runner_url, headers={"authorization": f"Bearer {ops}"}
+    ) as http:
+        teacher = signing_keys.mint("teacher-1", {"question:1": {"role": "owner"}})
+        hidden = await http.get("/slots", headers={"authorization": f"Bearer {teacher}"})
+        assert hidden.status_code == 404
         for _ in range(200):
             if (await http.get("/slots")).json()["busy"] == 1:
                 break
