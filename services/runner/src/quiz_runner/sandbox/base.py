@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, Protocol
 
+from quiz_runner.languages import INIT_PATH
+
 INIT_SOURCE = Path(__file__).with_name("runner_init.c")
 
 # Messages runtimes print when an allocation fails under RLIMIT_AS: the kernel does not say.
@@ -41,6 +43,30 @@ class ExecLimits:
     file_bytes: int
     memory_mb: int  # the program's own budget (RSS / heap), for the memory_exceeded verdict
     tmpfs_bytes: int  # size of each writable tmpfs (work dir, /tmp, /dev/shm)
+
+
+def init_argv(limits: ExecLimits, *, pid1_processes: int, status: str) -> list[str]:
+    """The sandbox init and the rlimits it applies to the program (the same on every backend).
+
+    `pid1_processes` counts the processes of the slot's uid that are not the program's (the
+    sandbox's own pid 1, the init), so the program gets exactly `limits.processes`.
+    """
+    return [
+        INIT_PATH,
+        "--reap",
+        "--cpu",
+        str(limits.cpu_s),
+        "--as",
+        str(limits.address_mb * 1024 * 1024),
+        "--nproc",
+        str(limits.processes + pid1_processes),
+        "--fsize",
+        str(limits.file_bytes),
+        "--nofile",
+        "256",
+        "--status",
+        status,
+    ]
 
 
 @dataclass

@@ -16,6 +16,7 @@ from quiz_runner.sandbox.base import (
     Execution,
     Job,
     apply_status,
+    init_argv,
     judge_memory,
     kill_uid,
 )
@@ -125,23 +126,8 @@ class BwrapSandbox:
 
     def _init_args(self, limits: ExecLimits, status_fd: int) -> list[str]:
         """The init and its rlimits (applied inside, to the program only)."""
-        return [
-            INIT_PATH,
-            "--reap",
-            "--cpu",
-            str(limits.cpu_s),
-            "--as",
-            str(limits.address_mb * 1024 * 1024),
-            # +2: the sandbox's pid 1 and the init itself run under the same uid.
-            "--nproc",
-            str(limits.processes + 2),
-            "--fsize",
-            str(limits.file_bytes),
-            "--nofile",
-            "256",
-            "--status",
-            str(status_fd),
-        ]
+        # +2: the sandbox's pid 1 and the init itself run under the same uid.
+        return init_argv(limits, pid1_processes=2, status=str(status_fd))
 
     async def compile(self, job: Job, argv: list[str], limits: ExecLimits) -> Execution:
         """Compile with the sources read-only and the build dir writable."""

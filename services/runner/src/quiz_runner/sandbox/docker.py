@@ -43,6 +43,7 @@ from quiz_runner.sandbox.base import (
     Execution,
     Job,
     apply_status,
+    init_argv,
     judge_memory,
     kill_uid,
 )
@@ -273,22 +274,8 @@ class DockerSandbox:
         reports = job.root / f"report-{uuid.uuid4().hex[:12]}"
         reports.mkdir(mode=0o700)
         os.chown(reports, job.uid, job.uid)
-        init = [
-            INIT_PATH,
-            "--reap",
-            "--cpu",
-            str(limits.cpu_s),
-            "--as",
-            str(limits.address_mb * 1024 * 1024),
-            "--nproc",
-            str(limits.processes + 1),
-            "--fsize",
-            str(limits.file_bytes),
-            "--nofile",
-            "256",
-            "--status",
-            f"{REPORT_DIR}/status",
-        ]
+        # +1: the init is the container's pid 1, under the same uid as the program.
+        init = init_argv(limits, pid1_processes=1, status=f"{REPORT_DIR}/status")
         if collect is not None:
             init += ["--collect", collect, "--collect-out", f"{REPORT_DIR}/collect"]
             init += ["--collect-max", str(limits.file_bytes)]
