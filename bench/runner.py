@@ -15,7 +15,7 @@ from pathlib import Path
 
 from quiz_contracts.runner import RunCase, RunFile, RunLimits, RunRequest
 from quiz_runner.languages import Toolchain
-from quiz_runner.sandbox.base import Sandbox, ensure_init
+from quiz_runner.sandbox.base import Sandbox, ensure_init, watch_children_with_pidfds
 from quiz_runner.sandbox.bwrap import BwrapSandbox
 from quiz_runner.service import RunnerService
 from quiz_runner.slots import Slots
@@ -100,6 +100,7 @@ def build(backend: str, state: Path) -> Sandbox:
 async def bench(args: argparse.Namespace, state: Path, script: Path) -> None:
     """Measure and print every figure."""
     cores = os.cpu_count() or 1
+    watch_children_with_pidfds()  # as the service does at start-up
     service = RunnerService(build(args.backend, state), Slots(cores), state, uid_base=63000)
 
     await sandboxed_cases(service, 3)  # warm caches (page cache, init build)

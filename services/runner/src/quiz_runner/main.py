@@ -13,7 +13,7 @@ from quiz_runner.config import RunnerSettings
 from quiz_runner.handlers import endpoints
 from quiz_runner.languages import Toolchain
 from quiz_runner.metrics import RunnerMetrics
-from quiz_runner.sandbox.base import Sandbox, ensure_init
+from quiz_runner.sandbox.base import Sandbox, ensure_init, watch_children_with_pidfds
 from quiz_runner.sandbox.bwrap import BwrapSandbox
 from quiz_runner.service import CompileLimits, RunnerService
 from quiz_runner.slots import Slots
@@ -62,6 +62,7 @@ def create_app(settings: RunnerSettings | None = None) -> FastAPI:
         runtime.add_endpoint(spec)
 
     async def on_startup(rt: ServiceRuntime) -> None:
+        watch_children_with_pidfds()
         sandbox = await asyncio.to_thread(build_sandbox, settings)
         holder.service = RunnerService(
             sandbox,

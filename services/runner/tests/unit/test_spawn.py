@@ -28,3 +28,20 @@ def test_without_setpriv_python_switches_the_ids(monkeypatch: pytest.MonkeyPatch
     argv, extra = bwrap.as_uid(["bwrap"], 61003)
     assert argv == ["bwrap"]
     assert extra == {"user": 61003, "group": 61003, "extra_groups": []}
+
+
+async def test_child_exits_come_through_pidfds() -> None:
+    import asyncio
+    import sys
+    import warnings
+
+    from quiz_runner.sandbox.base import watch_children_with_pidfds
+
+    if not watch_children_with_pidfds():
+        pytest.skip("Python ≥ 3.12 or no pidfds: the loop already watches without threads")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        watcher = asyncio.get_event_loop_policy().get_child_watcher()
+    assert isinstance(watcher, asyncio.PidfdChildWatcher)
+    proc = await asyncio.create_subprocess_exec(sys.executable, "-c", "raise SystemExit(7)")
+    assert await proc.wait() == 7

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import os
 import re
 import shutil
 import signal
 import subprocess
+import sys
 import time
 import uuid
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, Protocol
@@ -43,6 +46,22 @@ class ExecLimits:
     file_bytes: int
     memory_mb: int  # the program's own budget (RSS / heap), for the memory_exceeded verdict
     tmpfs_bytes: int  # size of each writable tmpfs (work dir, /tmp, /dev/shm)
+
+
+def watch_children_with_pidfds() -> bool:
+    """Learn of child exits through pidfds on the running loop, not a thread per child.
+
+    Python 3.11's default (ThreadedChildWatcher) starts and joins a thread for every process:
+    ~2 ms of each sandboxed case here. Python 3.12 uses pidfds by itself; Linux ≥ 5.3 has them.
+    """
+    if sys.version_info >= (3, 12) or not hasattr(os, "pidfd_open"):
+        return False
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        watcher = asyncio.PidfdChildWatcher()
+        watcher.attach_loop(asyncio.get_running_loop())
+        asyncio.get_event_loop_policy().set_child_watcher(watcher)
+    return True
 
 
 def init_argv(limits: ExecLimits, *, pid1_processes: int, status: str) -> list[str]:
