@@ -138,6 +138,4 @@ class CategorizeGenerator(BaseGenerator):
     instructions = INSTRUCTIONS
     proposal_schema = CategorizeProposal
 
-    def merge(self, config: dict[str, Any], proposal: dict[str, Any]) -> dict[str, Any]:
-        """See merge_categorize_proposal."""
-        return merge_categorize_proposal(config, proposal)
+    merge = staticmethod(merge_categorize_proposal)

@@ -214,9 +214,7 @@ class CodeGenerator(BaseGenerator):
     proposal_schema = CodeProposal
     has_settle = True
 
-    def merge(self, config: dict[str, Any], proposal: dict[str, Any]) -> dict[str, Any]:
-        """See merge_code_proposal."""
-        return merge_code_proposal(config, proposal)
+    merge = staticmethod(merge_code_proposal)
 
     def settle_plan(self, config: Mapping[str, Any]) -> RunRequest | None:
         """See code_settle_plan."""

@@ -107,9 +107,7 @@ class CodeImageGenerator(BaseGenerator):
     proposal_schema = CodeImageProposal
     has_settle = True
 
-    def merge(self, config: dict[str, Any], proposal: dict[str, Any]) -> dict[str, Any]:
-        """See merge_codeimage_proposal."""
-        return merge_codeimage_proposal(config, proposal)
+    merge = staticmethod(merge_codeimage_proposal)
 
     def settle_plan(self, config: Mapping[str, Any]) -> RunRequest | None:
         """See codeimage_settle_plan."""

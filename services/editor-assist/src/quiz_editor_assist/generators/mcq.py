@@ -137,9 +137,7 @@ class McqGenerator(BaseGenerator):
     instructions = INSTRUCTIONS
     proposal_schema = McqProposal
 
-    def merge(self, config: dict[str, Any], proposal: dict[str, Any]) -> dict[str, Any]:
-        """See merge_mcq_proposal."""
-        return merge_mcq_proposal(config, proposal)
+    merge = staticmethod(merge_mcq_proposal)
 
     def item(self, config: Mapping[str, Any], index: int) -> ItemCall:
         """One empty choice row; any other index is item_not_empty."""

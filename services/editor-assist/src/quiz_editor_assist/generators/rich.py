@@ -49,6 +49,4 @@ class RichGenerator(BaseGenerator):
     instructions = INSTRUCTIONS
     proposal_schema = RichProposal
 
-    def merge(self, config: dict[str, Any], proposal: dict[str, Any]) -> dict[str, Any]:
-        """See merge_rich_proposal."""
-        return merge_rich_proposal(config, proposal)
+    merge = staticmethod(merge_rich_proposal)

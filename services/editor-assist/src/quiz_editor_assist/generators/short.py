@@ -87,6 +87,4 @@ class ShortGenerator(BaseGenerator):
     instructions = INSTRUCTIONS
     proposal_schema = ShortProposal
 
-    def merge(self, config: dict[str, Any], proposal: dict[str, Any]) -> dict[str, Any]:
-        """See merge_short_proposal."""
-        return merge_short_proposal(config, proposal)
+    merge = staticmethod(merge_short_proposal)
