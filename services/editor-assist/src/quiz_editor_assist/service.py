@@ -66,10 +66,7 @@ class GenerateService:
     async def _generate(
         self, question_type: str, teacher: str, draft: GenerateRequest
     ) -> GenerateResult:
-        if question_type not in generated_types():
-            raise ContractError(
-                ErrorCode.invalid_request, f"The wand has no generator for {question_type}."
-            )
+        # A type without a generator is invalid_request, raised by prepare_generate.
         call = prepare_generate(question_type, draft)
         completion = await self._complete(
             CompleteRequest(
@@ -139,4 +136,4 @@ class GenerateService:
             available = reply.available
         except ContractError:
             available = False
-        return GenerateAvailability(available=available, types=sorted(generated_types()))
+        return GenerateAvailability(available=available, types=generated_types())

@@ -85,7 +85,7 @@ async def post_generate(
         )
 
 
-def tool_input_of(stub: AnthropicStub) -> dict[str, Any]:
+def last_request_body(stub: AnthropicStub) -> dict[str, Any]:
     """The last request the model received."""
     return stub.requests[-1].body
 
@@ -133,7 +133,7 @@ async def test_mcq_fills_the_empty_row_and_demotes_a_second_key(
     assert body["explanation"] == "Berne est la ville fédérale."
     assert body["draft_hash"] == draft_hash(MCQ_DRAFT, "")
     assert body["incomplete"] is None
-    sent = tool_input_of(stub)
+    sent = last_request_body(stub)
     assert sent["tool_choice"]["type"] == "tool"
     schema = sent["tools"][0]["input_schema"]
     assert "prompt" not in schema.get("properties", {})
