@@ -39,6 +39,11 @@ class ErrorCode(StrEnum):
     # runner: a request over a hard maximum.
     limit_exceeded = "limit_exceeded"
     unsupported_language = "unsupported_language"
+    # AI lesson fixes (seed 003; the tool's FixError statuses, apps/api/src/lib/lessonFix.js).
+    finding_gone = "finding_gone"
+    no_ai_fix = "no_ai_fix"
+    fix_failed = "fix_failed"
+    lesson_too_large = "lesson_too_large"
 
 
 HTTP_STATUS: dict[ErrorCode, int] = {
@@ -64,6 +69,10 @@ HTTP_STATUS: dict[ErrorCode, int] = {
     ErrorCode.fix_stale: 409,
     ErrorCode.limit_exceeded: 422,
     ErrorCode.unsupported_language: 422,
+    ErrorCode.finding_gone: 409,
+    ErrorCode.no_ai_fix: 400,
+    ErrorCode.fix_failed: 422,
+    ErrorCode.lesson_too_large: 413,
 }
 
 
