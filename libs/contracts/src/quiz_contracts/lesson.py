@@ -13,7 +13,14 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field
+from pydantic import (
+    AliasChoices,
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    model_serializer,
+)
 
 from quiz_contracts.base import WireModel
 
@@ -43,9 +50,22 @@ Mark = Literal["bold", "italic", "underline"]
 
 
 class LessonModel(BaseModel):
-    """A part of a stored lesson: unknown fields are kept, so nothing the tool stores is lost."""
+    """A part of a stored lesson: unknown fields are kept, so nothing the tool stores is lost.
+
+    Serialised with only the fields that were set: a lesson read and written again has the
+    tool's exact shape (no `"answers": null` added to a single question).
+    """
 
     model_config = ConfigDict(extra="allow", populate_by_name=True)
+
+    # No return annotation: the JSON schema of the serialised form stays the model's own.
+    @model_serializer(mode="wrap")
+    def _only_fields_set(self, handler: SerializerFunctionWrapHandler):
+        data = handler(self)
+        if isinstance(data, dict):
+            for name in type(self).model_fields.keys() - self.model_fields_set:
+                data.pop(name, None)
+        return data
 
 
 # ---- Rich text (a text block's `content`, a tiptap document) --------------------------------
