@@ -22,6 +22,7 @@ from quiz_lesson_fix.domain.jsval import (
 )
 from quiz_lesson_fix.domain.normalise import (
     COMMA_MARK,
+    ListPassage,
     Phrases,
     caps_vocabulary,
     contains_phrase,
@@ -173,3 +174,12 @@ def test_caps_vocabulary_and_caps_spans() -> None:
     assert is_caps_span("SAINT-MALO'S")
     assert not is_caps_span("Hive")
     assert not is_caps_span("A")
+
+
+@given(
+    st.text(st.sampled_from(list("ab AB,;.!?1\n’é")), max_size=80),
+    st.lists(st.sampled_from(["A", "B", "AB", "1", "É"]), min_size=1, max_size=3),
+)
+def test_the_searched_sentences_are_the_tokenised_ones(plain: str, tokens: list[str]) -> None:
+    expected = [s for s in list_sentences(plain) if all(t in s.tokens for t in tokens)]
+    assert ListPassage(plain).sentences_with_all(tokens) == expected

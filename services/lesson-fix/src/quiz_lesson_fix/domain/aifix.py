@@ -76,9 +76,7 @@ def has_ai_fix(finding: Finding) -> bool:
 def _texts(items: Any) -> list[str]:
     out = []
     for item in items if isinstance(items, list) else []:
-        text = (
-            item if isinstance(item, str) else item.get("text") if isinstance(item, Mapping) else ""
-        )
+        text = item if isinstance(item, str) else item.get("text") if isinstance(item, dict) else ""
         text = js_trim(text) if isinstance(text, str) else ""
         if text:
             out.append(text)
@@ -87,7 +85,7 @@ def _texts(items: Any) -> list[str]:
 
 def block_for_model(block: Any) -> dict[str, Any]:
     """A block in the MCP input shape: text as markup, every list as plain strings."""
-    if not isinstance(block, Mapping):
+    if not isinstance(block, dict):
         return {"id": None, "type": None}
     kind = block.get("type")
     if kind == "text":
@@ -115,7 +113,7 @@ def block_for_model(block: Any) -> dict[str, Any]:
 def _section_of(doc: Mapping[str, Any], section_id: str | None) -> tuple[int, Mapping[str, Any]]:
     sections = doc.get("sections")
     for i, section in enumerate(sections if isinstance(sections, list) else []):
-        if isinstance(section, Mapping) and section_id and section.get("id") == section_id:
+        if isinstance(section, dict) and section_id and section.get("id") == section_id:
             return i, section
     return -1, {}
 
@@ -146,10 +144,10 @@ def fix_context(doc: Mapping[str, Any], finding: Finding) -> FixContext | None:
         return None
     used: dict[str, None] = {}
     for i, other in enumerate(doc.get("sections") or []):
-        if i == index or not isinstance(other, Mapping):
+        if i == index or not isinstance(other, dict):
             continue
         for block in _blocks(other):
-            if not isinstance(block, Mapping):
+            if not isinstance(block, dict):
                 continue
             if block.get("type") == "spelling":
                 words = _texts(block.get("words"))
@@ -169,7 +167,7 @@ def fix_context(doc: Mapping[str, Any], finding: Finding) -> FixContext | None:
         blocks=[
             {
                 **block_for_model(block),
-                "editable": isinstance(block, Mapping) and block.get("type") in EDITABLE_TYPES,
+                "editable": isinstance(block, dict) and block.get("type") in EDITABLE_TYPES,
             }
             for block in _blocks(section)
         ],
@@ -195,11 +193,11 @@ def ai_edits_to_operations(
     index, section = _section_of(doc, finding.sectionId)
     if index == -1:
         raise FixRefused("That section is no longer in the lesson.")
-    by_id = {b.get("id"): b for b in _blocks(section) if isinstance(b, Mapping)}
+    by_id = {b.get("id"): b for b in _blocks(section) if isinstance(b, dict)}
     seen: set[Any] = set()
     operations: list[dict[str, Any]] = []
     for i, edit in enumerate(edits if isinstance(edits, list) else []):
-        edit = edit if isinstance(edit, Mapping) else {}
+        edit = edit if isinstance(edit, dict) else {}
         block_id = edit.get("blockId")
         block = by_id.get(block_id) if isinstance(block_id, str) else None
         if block is None:
@@ -271,7 +269,7 @@ def apply_fix_operations(
     if not isinstance(operations, Sequence) or isinstance(operations, str):
         raise PatchError("A fix needs a list of operations.")
     for op in operations:
-        kind = op.get("op") if isinstance(op, Mapping) else None
+        kind = op.get("op") if isinstance(op, dict) else None
         if kind != "replace_block":
             raise PatchError(f'A fix can only replace blocks, not "{kind}".')
     return apply_operations(doc, operations, make_id)
@@ -297,7 +295,7 @@ def _not_rekeyed(found: list[Finding], prior: list[Finding]) -> list[Finding]:
 
 
 def _footnote_count(block: Any) -> int:
-    if not isinstance(block, Mapping) or block.get("type") != "text":
+    if not isinstance(block, dict) or block.get("type") != "text":
         return 0
     return len(footnotes(block_paragraphs(block)))
 
@@ -306,9 +304,9 @@ def _blocks_by_id(doc: Mapping[str, Any]) -> dict[Any, Any]:
     return {
         b.get("id"): b
         for s in (doc.get("sections") or [])
-        if isinstance(s, Mapping)
+        if isinstance(s, dict)
         for b in _blocks(s)
-        if isinstance(b, Mapping)
+        if isinstance(b, dict)
     }
 
 
@@ -338,8 +336,8 @@ def check_fix(
     resolved = after.find(finding.key) is None
     was, now = _blocks_by_id(doc), _blocks_by_id(fixed)
     lost_footnote = any(
-        isinstance(op, Mapping)
-        and isinstance(was.get(op.get("blockId")), Mapping)
+        isinstance(op, dict)
+        and isinstance(was.get(op.get("blockId")), dict)
         and was[op["blockId"]].get("type") == "text"
         and _footnote_count(was[op["blockId"]]) > _footnote_count(now.get(op["blockId"]))
         for op in operations

@@ -29,13 +29,13 @@ from quiz_lesson_fix.domain.jsval import JS_SPACE, js_split_space, js_string, js
 from quiz_lesson_fix.domain.normalise import (
     CONJUNCTIONS,
     LIST_SEPARATORS,
+    ListPassage,
     Phrases,
     Sentence,
     caps_vocabulary,
     is_caps_span,
     is_single_word,
     js_sorted,
-    list_sentences,
     normalize_text,
     numeric_key,
     pair_key,
@@ -347,7 +347,7 @@ def _truthy_id(value: Any) -> str | None:
 def _items_text(item: Any) -> str:
     if isinstance(item, str):
         return item
-    if isinstance(item, Mapping):
+    if isinstance(item, dict):
         text = item.get("text")
         return text if isinstance(text, str) else ""
     return ""
@@ -375,7 +375,7 @@ def has_steps(block: Mapping[str, Any]) -> bool:
 def _answer_id(block: Mapping[str, Any], answer: str) -> str | None:
     items = block.get("answers")
     for item in items if isinstance(items, list) else []:
-        if isinstance(item, Mapping) and js_trim(_items_text(item)) == answer:
+        if isinstance(item, dict) and js_trim(_items_text(item)) == answer:
             return _truthy_id(item.get("id"))
     return None
 
@@ -402,9 +402,6 @@ def wyr_separators(prompt: str) -> int:
     """How many "or"s join one option to the next, once the idioms are set aside."""
     return len(_WYR_SEPARATOR.findall(_WYR_OR_IDIOMS.sub(" ", prompt)))
 
-
-# Up to this many sentences a section's list check scans them; beyond, it indexes them by token.
-_SCAN_SENTENCES = 64
 
 _EXCUSED_PROMPTS = {
     "open": "this open (pink) prompt",
@@ -504,9 +501,8 @@ class _Section:
     passage: Phrases = field(default_factory=lambda: Phrases(""))
     spelling: list[_Spelling] = field(default_factory=list)
     questions: list[_Question] = field(default_factory=list)
-    _sentences: list[Sentence] | None = None
-    _sentence_sets: list[set[str]] | None = None
-    _sentence_index: dict[str, list[int]] | None = None
+    vakt: list[int] = field(default_factory=list)
+    _list_passage: ListPassage | None = None
     _caps: set[str] | None = None
 
     def __post_init__(self) -> None:
@@ -520,11 +516,13 @@ class _Section:
         blocks = section.get("blocks")
         self.blocks = blocks if isinstance(blocks, list) else []
         plains = []
-        for block in self.blocks:
-            if not isinstance(block, Mapping):
+        for at, block in enumerate(self.blocks):
+            if not isinstance(block, dict):
                 continue
             kind = block.get("type")
-            if kind == "text":
+            if kind == "vakt":
+                self.vakt.append(at)
+            elif kind == "text":
                 paragraphs = block_paragraphs(block)
                 self.text_blocks.append((block, paragraphs))
                 plains.append(paragraphs_plain(paragraphs))
@@ -541,36 +539,10 @@ class _Section:
         self.passage = Phrases(normalize_text(self.plain))
 
     @property
-    def sentences(self) -> list[Sentence]:
-        if self._sentences is None:
-            self._sentences = list_sentences(self.plain)
-        return self._sentences
-
-    def sentences_with_all(self, options: list[str]) -> list[Sentence]:
-        """The sentences (in order) holding every one of `options` as a token."""
-        sentences = self.sentences
-        if self._sentence_sets is None:
-            self._sentence_sets = [set(sentence.tokens) for sentence in sentences]
-        sets = self._sentence_sets
-        if len(sentences) <= _SCAN_SENTENCES:
-            return [
-                s
-                for s, tokens in zip(sentences, sets, strict=True)
-                if all(o in tokens for o in options)
-            ]
-        if self._sentence_index is None:
-            index: dict[str, list[int]] = {}
-            for at, tokens in enumerate(sets):
-                for token in tokens:
-                    index.setdefault(token, []).append(at)
-            self._sentence_index = index
-        candidates: set[int] | None = None
-        for option in options:
-            found = set(self._sentence_index.get(option, ()))
-            candidates = found if candidates is None else candidates & found
-            if not candidates:
-                return []
-        return [sentences[at] for at in sorted(candidates or ())]
+    def list_passage(self) -> ListPassage:
+        if self._list_passage is None:
+            self._list_passage = ListPassage(self.plain)
+        return self._list_passage
 
     @property
     def caps(self) -> set[str]:
@@ -637,12 +609,11 @@ def next_list_item(sentence: Sentence, at: int) -> str | None:
 
 class _Checker:
     def __init__(self, doc: Mapping[str, Any]) -> None:
-        sections = doc.get("sections") if isinstance(doc, Mapping) else None
+        sections = doc.get("sections") if isinstance(doc, dict) else None
         self.doc = doc
         self.raw_sections: list[Any] = sections if isinstance(sections, list) else []
         self.sections = [
-            _Section(i, s if isinstance(s, Mapping) else {})
-            for i, s in enumerate(self.raw_sections)
+            _Section(i, s if isinstance(s, dict) else {}) for i, s in enumerate(self.raw_sections)
         ]
         self.findings: list[Finding] = []
         self.all_answers: list[_Answer] = []
@@ -906,7 +877,7 @@ class _Checker:
             return
         key = "|".join(js_sorted(distinct))
         partial: str | None = None
-        for sentence in ctx.sentences_with_all(distinct):
+        for sentence in ctx.list_passage.sentences_with_all(distinct):
             run = find_list_run(sentence.tokens, distinct)
             if run is None:
                 continue
@@ -1082,7 +1053,7 @@ class _Checker:
                 )
         if len(ctx.spelling) != SPELLING_WORDS_PER_SECTION:
             first = next(
-                (b for b in ctx.blocks if isinstance(b, Mapping) and b.get("type") == "spelling"),
+                (b for b in ctx.blocks if isinstance(b, dict) and b.get("type") == "spelling"),
                 None,
             )
             self.warn(
@@ -1299,11 +1270,12 @@ class _Checker:
                     )
 
     def check_vakt(self, ctx: _Section) -> None:
-        def is_vakt(b: Any) -> bool:
-            return isinstance(b, Mapping) and b.get("type") == "vakt"
-
-        last_other = max((i for i, b in enumerate(ctx.blocks) if not is_vakt(b)), default=-1)
-        misplaced = next((i for i, b in enumerate(ctx.blocks) if is_vakt(b) and i < last_other), -1)
+        if not ctx.vakt:
+            return
+        # The first VAKT block that has a block of another kind somewhere after it.
+        vakt = set(ctx.vakt)
+        last_other = next((i for i in range(len(ctx.blocks) - 1, -1, -1) if i not in vakt), -1)
+        misplaced = next((i for i in ctx.vakt if i < last_other), -1)
         if misplaced == -1:
             return
         self.warn(
@@ -1414,11 +1386,11 @@ class _Checker:
             )
 
     def check_citations(self) -> None:
-        sources = self.doc.get("sources") if isinstance(self.doc, Mapping) else None
+        sources = self.doc.get("sources") if isinstance(self.doc, dict) else None
         known = {
             s.get("id")
             for s in (sources if isinstance(sources, list) else [])
-            if isinstance(s, Mapping)
+            if isinstance(s, dict)
         }
         for ctx in self.sections:
             for block, paragraphs in ctx.text_blocks:

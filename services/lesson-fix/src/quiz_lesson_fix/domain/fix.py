@@ -101,7 +101,7 @@ def reduce_lesson(raw: Any) -> dict[str, Any] | None:
     image blocks reduced to `{id, type}`: an old lesson can hold an image inline as a data URL,
     and no check reads an image.
     """
-    if not isinstance(raw, Mapping) or not isinstance(raw.get("sections"), list):
+    if not isinstance(raw, dict) or not isinstance(raw.get("sections"), list):
         return None
     title = raw.get("title")
     sources = raw.get("sources")
@@ -114,13 +114,13 @@ def reduce_lesson(raw: Any) -> dict[str, Any] | None:
                 "name": s.get("name"),
                 "blocks": [
                     {"id": b.get("id"), "type": "image"}
-                    if isinstance(b, Mapping) and b.get("type") == "image"
+                    if isinstance(b, dict) and b.get("type") == "image"
                     else b
                     for b in _list(s.get("blocks"))
                 ],
             }
             for s in raw["sections"]
-            if isinstance(s, Mapping)
+            if isinstance(s, dict)
         ],
     }
 
@@ -300,7 +300,7 @@ class FixOutcome:
 
 
 def _reply_object(reply: dict[str, Any] | str) -> dict[str, Any] | None:
-    if isinstance(reply, Mapping):
+    if isinstance(reply, dict):
         return dict(reply)
     try:
         parsed = json.loads(reply)
@@ -310,7 +310,7 @@ def _reply_object(reply: dict[str, Any] | str) -> dict[str, Any] | None:
 
 
 def _assistant_turn(reply: dict[str, Any] | str) -> str:
-    text = json.dumps(reply, ensure_ascii=False) if isinstance(reply, Mapping) else str(reply)
+    text = json.dumps(reply, ensure_ascii=False) if isinstance(reply, dict) else str(reply)
     return text if text.strip() else "(an empty reply)"
 
 

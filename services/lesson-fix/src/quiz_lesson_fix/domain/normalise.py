@@ -14,8 +14,9 @@
   capital, apostrophe or hyphen, between word boundaries that are ASCII ones as in JavaScript
   (so "ÉCOLE" is vocabulary from its C on: "COLE").
 
-Everything here is linear in its input; `Phrases` indexes a long haystack once so many
-needles cost a dictionary lookup each instead of a scan.
+Speed: a passage is read a few times in C, never a character at a time in Python. Characters
+are classified through `str.translate` tables that learn each character once (a regex class of
+every capital letter, or \\W over a long text, costs ten times more), then split on spaces.
 """
 
 from __future__ import annotations
@@ -23,7 +24,8 @@ from __future__ import annotations
 import re
 import sys
 import unicodedata
-from collections.abc import Iterable
+from bisect import bisect_right
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import cache
 
@@ -43,16 +45,54 @@ CONJUNCTIONS = frozenset({"AND", "OR"})
 
 _THOUSANDS = re.compile(r"([0-9]),(?=[0-9]{3}(?![0-9]))")
 _DECIMAL = re.compile(r"([0-9])\.([0-9])")
-# `[\W_]` is exactly "neither a letter nor a number" (\p{L}, \p{N}) in Python's re.
-_PUNCTUATION = re.compile(r"(?:[^\w\x01]|_)+")
-_LIST_PUNCTUATION = re.compile(r"(?:[^\w\x01\x02]|_)+")
-_SENTENCE_PUNCTUATION = re.compile(r"(?:[^\w\x01\x02\x03]|_)+")
-_LIST_COMMA = re.compile(r"[,;]")
 _SENTENCE_END = re.compile(r"[.!?]+(?=" + JS_SPACE + r"|\Z)")
-_ASCII_WORD = "[A-Za-z0-9_]"
-_ASCII_BOUNDARY = f"(?:(?<={_ASCII_WORD})(?!{_ASCII_WORD})|(?<!{_ASCII_WORD})(?={_ASCII_WORD}))"
-# Above this length a haystack is indexed by word instead of scanned per needle.
-_INDEX_AT_CHARS = 4_000
+# Python's split() and JavaScript's \s disagree on these: they are made plain separators
+# (they are neither letters nor numbers) before a passage is split into sentences.
+_SPLIT_DISAGREEMENTS = str.maketrans(
+    {c: "\x07" for c in "\x1c\x1d\x1e\x1f\x85"} | {"\ufeff": " ", SENTENCE_MARK: " "}
+)
+_CACHE_LIMIT = 100_000
+
+
+class _CharTable(dict[int, int]):
+    """A `str.translate` table that decides each character once, on first sight."""
+
+    def __init__(self, decide: Callable[[str], str]) -> None:
+        super().__init__()
+        self._decide = decide
+
+    def __missing__(self, code: int) -> int:
+        value = ord(self._decide(chr(code)))
+        if len(self) < _CACHE_LIMIT:
+            self[code] = value
+        return value
+
+
+def _keep_words(*kept: str) -> Callable[[str], str]:
+    def decide(ch: str) -> str:
+        return ch if ch.isalnum() or ch in kept else " "
+
+    return decide
+
+
+def _caps_class(ch: str) -> str:
+    # What JavaScript's /\b\p{Lu}[\p{Lu}'’-]+\b/u sees of a character: an ASCII capital
+    # (a word character), another ASCII word character, a capital that is not a word character
+    # for the ASCII \b, a joiner, or anything else.
+    if "A" <= ch <= "Z":
+        return "A"
+    if ch.isascii() and (ch.isalnum() or ch == "_"):
+        return "w"
+    if unicodedata.category(ch) == "Lu":
+        return "#"
+    return "'" if ch in "'’-" else " "
+
+
+# Letters and numbers kept (`[\W_]` is exactly "neither \p{L} nor \p{N}"), the rest a space.
+_WORDS = _CharTable(_keep_words(DECIMAL_MARK))
+_LIST_WORDS = _CharTable(_keep_words(DECIMAL_MARK, COMMA_MARK, SENTENCE_MARK))
+_CAPS = _CharTable(_caps_class)
+_CAPS_WORD = re.compile(r"\b[A#][A#']+\b", re.ASCII)
 
 
 def normalize_text(value: object) -> str:
@@ -67,10 +107,8 @@ def normalize_text(value: object) -> str:
     text = text.upper()
     if "." in text:
         text = _DECIMAL.sub("\\1\x01\\2", text)
-    text = _PUNCTUATION.sub(" ", text)
-    if DECIMAL_MARK in text:
-        text = text.replace(DECIMAL_MARK, ".")
-    return text.strip(" ")
+    text = " ".join(text.translate(_WORDS).split())
+    return text.replace(DECIMAL_MARK, ".") if DECIMAL_MARK in text else text
 
 
 def contains_phrase(haystack: str, needle: str) -> bool:
@@ -91,40 +129,16 @@ def is_single_word(normalised: str) -> bool:
 
 
 class Phrases:
-    """A normalised haystack that answers whole-word containment for many needles.
+    """A normalised haystack padded once, for whole-word containment of many needles."""
 
-    Short haystacks are scanned (one C-level search per needle); long ones are indexed by word
-    once, so the grounding of hundreds of answers against a long passage stays linear.
-    """
-
-    __slots__ = ("_index", "_padded", "_words", "text")
+    __slots__ = ("_padded", "text")
 
     def __init__(self, normalised: str) -> None:
         self.text = normalised
         self._padded = f" {normalised} "
-        self._words: list[str] | None = None
-        self._index: dict[str, list[int]] | None = None
 
     def __contains__(self, needle: str) -> bool:
-        if not needle:
-            return False
-        if len(self.text) < _INDEX_AT_CHARS:
-            return f" {needle} " in self._padded
-        if self._index is None:
-            self._words = words_of(self.text)
-            index: dict[str, list[int]] = {}
-            for at, word in enumerate(self._words):
-                index.setdefault(word, []).append(at)
-            self._index = index
-        words = needle.split(" ")
-        starts = self._index.get(words[0])
-        if not starts:
-            return False
-        if len(words) == 1:
-            return True
-        assert self._words is not None
-        size = len(words)
-        return any(self._words[at : at + size] == words for at in starts)
+        return bool(needle) and f" {needle} " in self._padded
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,49 +149,86 @@ class Sentence:
     raw: list[str]
 
 
+def _list_text(text: str) -> str:
+    if "," in text:
+        text = _THOUSANDS.sub(r"\1", text)
+    if "." in text:
+        text = _DECIMAL.sub("\\1\x01\\2", text)
+    text = text.replace(",", f" {COMMA_MARK} ").replace(";", f" {COMMA_MARK} ")
+    text = text.translate(_LIST_WORDS)
+    return text.replace(DECIMAL_MARK, ".") if DECIMAL_MARK in text else text
+
+
+def _sentence(part: str) -> Sentence | None:
+    raw = part.split()
+    # Upper-casing never makes or removes white space: the two splits line up token for token.
+    return Sentence(part.upper().split(), raw) if raw else None
+
+
 def list_tokens(sentence: str) -> Sentence:
     """One sentence's tokens for the list check: "," and ";" become COMMA_MARK tokens."""
-    text = _THOUSANDS.sub(r"\1", sentence)
-    text = _DECIMAL.sub("\\1\x01\\2", text)
-    text = _LIST_COMMA.sub(f" {COMMA_MARK} ", text)
-    text = _LIST_PUNCTUATION.sub(" ", text)
-    raw = [token.replace(DECIMAL_MARK, ".") for token in text.split(" ") if token]
-    return Sentence([token.upper() for token in raw], raw)
+    return _sentence(_list_text(sentence.translate(_SPLIT_DISAGREEMENTS))) or Sentence([], [])
 
 
 def list_sentences(plain: str) -> list[Sentence]:
     """The passage's sentences that hold at least one token.
 
     The same as splitting first and tokenising each sentence (no substitution reaches across
-    a sentence end: those need a digit or a comma next to the end), in one pass of each
-    substitution over the whole passage.
+    a sentence end: those need a digit or a comma next to the end), in one pass of each step
+    over the whole passage.
     """
-    if SENTENCE_MARK in plain:  # a stray control character is punctuation, as in the tool
-        plain = plain.replace(SENTENCE_MARK, " ")
-    text = _SENTENCE_END.sub(f" {SENTENCE_MARK} ", plain)
-    text = _THOUSANDS.sub(r"\1", text)
-    text = _DECIMAL.sub("\\1\x01\\2", text)
-    text = _LIST_COMMA.sub(f" {COMMA_MARK} ", text)
-    text = _SENTENCE_PUNCTUATION.sub(" ", text)
-    if DECIMAL_MARK in text:
-        text = text.replace(DECIMAL_MARK, ".")
-    # Upper-casing never makes or removes a space, so the two splits line up token for token.
-    out: list[Sentence] = []
-    raw: list[str] = []
-    tokens: list[str] = []
-    for token, upper in zip(text.split(" "), text.upper().split(" "), strict=True):
-        if not token:
-            continue
-        if token == SENTENCE_MARK:
-            if raw:
-                out.append(Sentence(tokens, raw))
-            raw, tokens = [], []
-            continue
-        raw.append(token)
-        tokens.append(upper)
-    if raw:
-        out.append(Sentence(tokens, raw))
-    return out
+    text = _SENTENCE_END.sub(f" {SENTENCE_MARK} ", plain.translate(_SPLIT_DISAGREEMENTS))
+    return [s for part in _list_text(text).split(SENTENCE_MARK) if (s := _sentence(part))]
+
+
+class ListPassage:
+    """A passage's sentences for the list check, tokenised only where an answer is found.
+
+    A sentence is tokenised (as `list_sentences` would) when a list question asks for it, and
+    which sentences hold a token is found by searching the upper-cased passage, so a long
+    passage costs a few passes in C rather than a Python step per word.
+    """
+
+    __slots__ = ("_hay", "_raw", "_sentences", "_starts", "_upper")
+
+    def __init__(self, plain: str) -> None:
+        text = _SENTENCE_END.sub(f" {SENTENCE_MARK} ", plain.translate(_SPLIT_DISAGREEMENTS))
+        text = _list_text(text)
+        upper = text.upper()
+        self._raw = text.split(SENTENCE_MARK)
+        self._upper = upper.split(SENTENCE_MARK)
+        self._hay = f" {upper} "
+        starts, offset = [], 1
+        for part in self._upper:
+            starts.append(offset)
+            offset += len(part) + 1
+        self._starts = starts
+        self._sentences: dict[int, Sentence] = {}
+
+    def _holding(self, token: str) -> set[int]:
+        needle, found = f" {token} ", set()
+        at = self._hay.find(needle)
+        while at != -1:
+            found.add(bisect_right(self._starts, at + 1) - 1)
+            at = self._hay.find(needle, at + 1)
+        return found
+
+    def sentences_with_all(self, tokens: list[str]) -> list[Sentence]:
+        """The sentences, in order, holding every one of `tokens` (upper-cased) as a token."""
+        common: set[int] | None = None
+        for token in tokens:
+            found = self._holding(token)
+            common = found if common is None else common & found
+            if not common:
+                return []
+        out = []
+        for index in sorted(common or ()):
+            sentence = self._sentences.get(index)
+            if sentence is None:
+                sentence = Sentence(self._upper[index].split(), self._raw[index].split())
+                self._sentences[index] = sentence
+            out.append(sentence)
+        return out
 
 
 def numeric_key(value: str) -> str:
@@ -196,9 +247,16 @@ def js_sorted(values: Iterable[str]) -> list[str]:
     return sorted(values, key=js_sort_key)
 
 
+def caps_vocabulary(plain: str) -> set[str]:
+    """The normalised ALL-CAPS words of a passage."""
+    mapped = plain.translate(_CAPS)  # one character for one: positions line up
+    found = {normalize_text(plain[m.start() : m.end()]) for m in _CAPS_WORD.finditer(mapped)}
+    found.discard("")
+    return found
+
+
 @cache
-def uppercase_class() -> str:
-    """A regex character class body of every \\p{Lu} character (built once, on first use)."""
+def _caps_span_patterns() -> tuple[re.Pattern[str], re.Pattern[str]]:
     ranges: list[tuple[int, int]] = []
     for cp in range(sys.maxunicode + 1):
         if unicodedata.category(chr(cp)) == "Lu":
@@ -206,32 +264,14 @@ def uppercase_class() -> str:
                 ranges[-1] = (ranges[-1][0], cp)
             else:
                 ranges.append((cp, cp))
-    return "".join(
+    upper = "".join(
         re.escape(chr(a)) if a == b else f"{re.escape(chr(a))}-{re.escape(chr(b))}"
         for a, b in ranges
     )
-
-
-@cache
-def _caps_pattern() -> re.Pattern[str]:
-    upper = uppercase_class()
-    return re.compile(f"{_ASCII_BOUNDARY}[{upper}][{upper}'’-]+{_ASCII_BOUNDARY}")
-
-
-@cache
-def _caps_span_patterns() -> tuple[re.Pattern[str], re.Pattern[str]]:
-    upper = uppercase_class()
     return (
         re.compile(f"[{upper}'’\\-" + JS_SPACE[1:-1] + "]+"),
         re.compile(f"[{upper}]{{2}}"),
     )
-
-
-def caps_vocabulary(plain: str) -> set[str]:
-    """The normalised ALL-CAPS words of a passage."""
-    found = {normalize_text(word) for word in _caps_pattern().findall(plain)}
-    found.discard("")
-    return found
 
 
 def is_caps_span(text: str) -> bool:

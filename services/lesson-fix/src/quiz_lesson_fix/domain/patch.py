@@ -49,7 +49,7 @@ def _strings(value: Any) -> list[str]:
 
 def build_block(block: Any, where: str, make_id: NewId = new_id) -> dict[str, Any]:
     """A stored block from its input shape (buildBlock); raises PatchError on bad input."""
-    if not isinstance(block, Mapping):
+    if not isinstance(block, dict):
         raise PatchError(f"{where}: each block must be an object.")
     kind = block.get("type")
     if kind == "text":
@@ -122,7 +122,7 @@ def keep_item_ids(before: Any, after: list[Any]) -> list[Any]:
             (
                 i
                 for i, old in enumerate(unused)
-                if isinstance(old, Mapping) and old.get("text") == item.get("text")
+                if isinstance(old, dict) and old.get("text") == item.get("text")
             ),
             -1,
         )
@@ -147,9 +147,9 @@ def settle_block(before: Mapping[str, Any] | None, after: dict[str, Any]) -> dic
 
 def _locate(sections: list[Any], block_id: Any) -> tuple[int, int] | None:
     for si, section in enumerate(sections):
-        blocks = section.get("blocks") if isinstance(section, Mapping) else None
+        blocks = section.get("blocks") if isinstance(section, dict) else None
         for bi, block in enumerate(blocks if isinstance(blocks, list) else []):
-            if isinstance(block, Mapping) and block.get("id") == block_id:
+            if isinstance(block, dict) and block.get("id") == block_id:
                 return si, bi
     return None
 
@@ -169,9 +169,9 @@ def apply_operations(
     originals = {
         id(b): b
         for s in sections
-        if isinstance(s, Mapping)
+        if isinstance(s, dict)
         for b in (s.get("blocks") or [])
-        if isinstance(b, Mapping)
+        if isinstance(b, dict)
     }
     touched: set[int] = set()
 
@@ -186,9 +186,9 @@ def apply_operations(
 
     replaced_from: dict[Any, Mapping[str, Any]] = {}
     for i, op in enumerate(operations):
-        kind = op.get("op") if isinstance(op, Mapping) else None
+        kind = op.get("op") if isinstance(op, dict) else None
         where = f"operation {i + 1} ({kind or '?'})"
-        if not isinstance(op, Mapping):
+        if not isinstance(op, dict):
             raise PatchError(f"{where}: each operation must be an object.")
         block_id = op.get("blockId")
         found = _locate(sections, block_id)
@@ -218,7 +218,7 @@ def apply_operations(
                     (
                         k
                         for k, s in enumerate(sections)
-                        if isinstance(s, Mapping) and s.get("id") == op["sectionId"]
+                        if isinstance(s, dict) and s.get("id") == op["sectionId"]
                     ),
                     -1,
                 )

@@ -38,7 +38,7 @@ QuickFix = Callable[[Mapping[str, Any], Finding], list[dict[str, Any]] | None]
 
 def _section(doc: Mapping[str, Any], section_id: str | None) -> Mapping[str, Any] | None:
     for section in doc.get("sections") or []:
-        if isinstance(section, Mapping) and section_id and section.get("id") == section_id:
+        if isinstance(section, dict) and section_id and section.get("id") == section_id:
             return section
     return None
 
@@ -97,7 +97,7 @@ def _strip_formatting(marks: tuple[str, ...], pick: SpanPick | None = None) -> Q
         choose = pick or (lambda text, present: True)
         operations = []
         for block in _blocks(section):
-            if not isinstance(block, Mapping) or block.get("type") != "text":
+            if not isinstance(block, dict) or block.get("type") != "text":
                 continue
             stripped = _without_marks(block_paragraphs(block), marks, choose)
             if stripped is None:
@@ -144,7 +144,7 @@ def _vakt_last(doc: Mapping[str, Any], finding: Finding) -> list[dict[str, Any]]
     blocks = _blocks(section)
 
     def is_vakt(b: Any) -> bool:
-        return isinstance(b, Mapping) and b.get("type") == "vakt"
+        return isinstance(b, dict) and b.get("type") == "vakt"
 
     return _reorder(
         section, [b for b in blocks if not is_vakt(b)] + [b for b in blocks if is_vakt(b)]
@@ -159,9 +159,7 @@ def _orange_order(doc: Mapping[str, Any], finding: Finding) -> list[dict[str, An
 
     def kind(b: Any) -> Any:
         return (
-            b.get("questionType")
-            if isinstance(b, Mapping) and b.get("type") == "question"
-            else None
+            b.get("questionType") if isinstance(b, dict) and b.get("type") == "question" else None
         )
 
     orange = [b for b in blocks if kind(b) in ("multiple", "multiple_open")]
@@ -179,13 +177,13 @@ def _accept_next_item(doc: Mapping[str, Any], finding: Finding) -> list[dict[str
     if not item or section is None:
         return None
     block = next(
-        (b for b in _blocks(section) if isinstance(b, Mapping) and b.get("id") == finding.blockId),
+        (b for b in _blocks(section) if isinstance(b, dict) and b.get("id") == finding.blockId),
         None,
     )
     if block is None or not isinstance(block.get("answers"), list):
         return None
     answers = [
-        a if isinstance(a, str) else (a.get("text") if isinstance(a, Mapping) else "")
+        a if isinstance(a, str) else (a.get("text") if isinstance(a, dict) else "")
         for a in block["answers"]
     ]
     texts = [js_trim(a) for a in answers if isinstance(a, str) and js_trim(a)]

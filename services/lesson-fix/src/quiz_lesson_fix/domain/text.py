@@ -77,7 +77,7 @@ def _one_line(value: Any, limit: int) -> str:
 
 def normalize_footnote(attrs: Any) -> Note | None:
     """A footnote's attributes cleaned, or None when it says nothing (no source, no note)."""
-    attrs = attrs if isinstance(attrs, Mapping) else {}
+    attrs = attrs if isinstance(attrs, dict) else {}
     source_id = attrs.get("sourceId")
     source_id = source_id if is_source_id(source_id) else None
     locator = _one_line(attrs.get("locator"), LOCATOR_LIMIT) if source_id else ""
@@ -92,8 +92,7 @@ def _marks_of(node: Mapping[str, Any]) -> tuple[str, ...]:
     if not isinstance(marks, list):
         return ()
     present = {
-        m if isinstance(m, str) else (m.get("type") if isinstance(m, Mapping) else None)
-        for m in marks
+        m if isinstance(m, str) else (m.get("type") if isinstance(m, dict) else None) for m in marks
     }
     return tuple(mark for mark in TEXT_MARKS if mark in present)
 
@@ -107,7 +106,7 @@ def _append_text(out: Paragraph, text: str, marks: tuple[str, ...]) -> None:
 
 
 def _collect_inline(node: Any, out: Paragraph, depth: int = 0) -> None:
-    if not isinstance(node, Mapping) or depth > _MAX_DEPTH:
+    if not isinstance(node, dict) or depth > _MAX_DEPTH:
         return
     kind = node.get("type")
     if kind == "text":
@@ -131,12 +130,12 @@ def _collect_inline(node: Any, out: Paragraph, depth: int = 0) -> None:
 
 
 def _collect_paragraphs(node: Any, out: list[Paragraph], depth: int = 0) -> None:
-    if not isinstance(node, Mapping) or depth > _MAX_DEPTH:
+    if not isinstance(node, dict) or depth > _MAX_DEPTH:
         return
     children = node.get("content")
     children = children if isinstance(children, list) else []
     if node.get("type") == "paragraph" or any(
-        isinstance(child, Mapping) and child.get("type") in _INLINE_TYPES for child in children
+        isinstance(child, dict) and child.get("type") in _INLINE_TYPES for child in children
     ):
         inline: Paragraph = []
         for child in children:
@@ -149,7 +148,7 @@ def _collect_paragraphs(node: Any, out: list[Paragraph], depth: int = 0) -> None
 
 def parse_document(value: Any) -> list[Paragraph] | None:
     """A tiptap document as normalised paragraphs, or None when `value` is not a document."""
-    if not isinstance(value, Mapping) or value.get("type") != "doc":
+    if not isinstance(value, dict) or value.get("type") != "doc":
         return None
     paragraphs: list[Paragraph] = []
     children = value.get("content")
