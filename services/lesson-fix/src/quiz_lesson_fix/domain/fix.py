@@ -175,7 +175,9 @@ in a small markup: **bold**, *italic*, <u>underline</u>, and footnotes ^[...].
 - "number" (purple): a numeric answer. Without "steps" it is a number the passage states; with \
 "steps" it is a word problem and "steps" is its worked solution, one step per item.
 - "multiple" (orange, tight): the prompt quotes a sentence of the passage with its list blanked \
-out as ______, and "answers" is every item of that one list, each a single word of the passage.
+out as ______, and "answers" is every item of that one list, each a single word of the passage. \
+A list is one sentence whose items are separated by commas (the last may follow "and" or "or"), \
+with at most four other words between two items.
 - "multiple_open" (orange, loose): asks for the speller's own word (a synonym, say); its \
 "answers" are suggestions, not held to the passage.
 - "background" (blue): needs knowledge the passage does not give, so its answer is not in the \
