@@ -929,9 +929,9 @@ class _Checker:
             # thousands comma was dropped: a cheap test that spares most prompts normalising.
             if "," not in q.prompt:
                 upper = q.prompt.upper()
-                candidates = [e for e in recall if e.first_word in upper and e.owner is not q]
+                candidates = [e for e in recall if e.first_word in upper and e.owner.id != q.id]
             else:
-                candidates = [e for e in recall if e.owner is not q]
+                candidates = [e for e in recall if e.owner.id != q.id]
             if not candidates:
                 continue
             haystack = f" {q.prompt_norm} "
