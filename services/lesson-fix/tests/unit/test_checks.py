@@ -182,6 +182,147 @@ FIRES: list[tuple[str, Callable[[Doc], None]]] = [
 ]
 
 
+# A near miss per code: close to the defect, but not it (the clean lesson is the first).
+NEAR_MISSES: list[tuple[str, Callable[[Doc], None]]] = [
+    ("E_GROUNDING_SINGLE", lambda d: question(d, 0, 0).update(answer="cell")),
+    (
+        "E_GROUNDING_MULTIPLE",
+        lambda d: (
+            append_text(d, "s1t2", " They like sweet clover, heather and lavender."),
+            question(d, 0, 6).update(answers=answers("sweet clover", "heather", "lavender")),
+        ),
+    ),
+    (
+        "E_ORANGE_PARAPHRASED",
+        lambda d: question(d, 0, 5).update(answers=answers("Nectar", "POLLEN", "water")),
+    ),
+    (
+        "E_ORANGE_ANSWER_IN_PROMPT",
+        lambda d: question(d, 0, 5).update(
+            prompt="They bring back ______, like nectarines. Name one."
+        ),
+    ),
+    (
+        "E_ORANGE_NOT_A_LIST",
+        lambda d: (
+            append_text(d, "s3t2", " The wind brings dust and grit."),
+            question(d, 2, 5).update(answers=answers("dust", "grit")),
+        ),
+    ),
+    (
+        "E_ORANGE_PARTIAL_LIST",
+        lambda d: (
+            append_text(d, "s3t2", " The wind carries dust and grit and never lets up."),
+            question(d, 2, 5).update(answers=answers("dust", "grit")),
+        ),
+    ),
+    ("E_GROUNDING_NUMBER_FILL", lambda d: question(d, 1, 3).update(answer="1,991")),
+    ("E_BACKGROUND_IN_TEXT", lambda d: question(d, 0, 7).update(answer="honeycomb")),
+    (
+        "E_ANSWER_REVEALED_CROSS",
+        lambda d: question(d, 0, 3).update(
+            prompt="How far may this insect fly to find waxy flowers?"
+        ),
+    ),
+    (
+        "W_ANSWER_REVEALED_OPEN",
+        lambda d: question(d, 0, 12).update(
+            prompt="In your own words, explain what the queens of old did."
+        ),
+    ),
+    ("E_RETIRED_STEM", lambda d: question(d, 0, 8).update(prompt="Name a word.")),
+    ("E_SPELLING_LENGTH", lambda d: block(d, "s1sp")["words"][0].update(text="half-moon")),
+    ("E_SPELLING_DUPLICATE", lambda d: block(d, "s4sp")["words"][0].update(text="swarmings")),
+    ("E_SPELLING_COLLISION", lambda d: make_loose(d, 0, "Where do bees go?", ["orchards"])),
+    (
+        "E_ANSWER_WORD_REUSED",
+        lambda d: (
+            append_text(d, "s6t2", " There is a dry cave and a wet cave."),
+            question(d, 5, 0).update(answer="a dry cave"),
+            question(d, 5, 1).update(answer="a wet cave"),
+        ),
+    ),
+    ("E_NUMBER_DUPLICATE", lambda d: question(d, 2, 4).update(answer="600")),
+    (
+        "E_FORMAT_HEAVY",
+        lambda d: set_markup(
+            d, "s1t1", BEES_FIRST.replace("wax", "*wax*").replace("cell", "*cell*")
+        ),
+    ),
+    (
+        "E_FORMAT_LONG_EMPHASIS",
+        lambda d: set_markup(
+            d, "s1t1", BEES_FIRST.replace("each load is stored", "**each load is stored**")
+        ),
+    ),
+    (
+        "E_FORMAT_LONG_ITALIC",
+        lambda d: set_markup(
+            d,
+            "s1t1",
+            BEES_FIRST.replace(
+                "The workers bring back nectar, pollen, and water,",
+                "*The workers bring back nectar, pollen, and water,*",
+            ),
+        ),
+    ),
+    ("E_UNKNOWN_SOURCE", lambda d: set_markup(d, "s1t1", BEES_FIRST + "^[@atlas, p. 3]")),
+    (
+        "W_ORANGE_MULTIWORD",
+        lambda d: make_loose(d, 0, "Give another word for 'sweet'.", ["sugary"]),
+    ),
+    (
+        "W_ORANGE_ANSWER_COUNT",
+        lambda d: (
+            append_text(d, "s1t2", " Bees also carry dust and grit."),
+            question(d, 0, 6).update(answers=answers("dust", "grit")),
+        ),
+    ),
+    ("W_ORANGE_NO_BLANK", lambda d: question(d, 0, 5).update(prompt="They carry ___.")),
+    ("W_ORANGE_ORDER", lambda d: make_loose(d, 0, "Give another word for 'sweet'.", ["sugary"])),
+    (
+        "W_WYR_SHAPE",
+        lambda d: insert_question(d, 0, "wyr", "Would you rather leave sooner or later, or never?"),
+    ),
+    ("W_QUESTION_SHAPE", lambda d: make_loose(d, 0, "Give another word for 'sweet'.", ["sugary"])),
+    ("W_NO_QUESTION", lambda d: d["sections"][0].update(blocks=d["sections"][0]["blocks"][:4])),
+    ("W_OPEN_SPLIT", lambda d: insert_question(d, 0, "open", "In your own words, explain why.")),
+    ("W_NUMBER_NO_STEPS", lambda d: d["sections"][0]["blocks"].remove(question(d, 0, 4))),
+    (
+        "W_SPELLING_COUNT",
+        lambda d: (
+            block(d, "s1sp")["words"].pop(),
+            d["sections"][0]["blocks"].insert(
+                3, {"id": "sp2", "type": "spelling", "words": [{"id": "x", "text": "honeycomb"}]}
+            ),
+        ),
+    ),
+    ("W_SPELLING_IN_CAPS", lambda d: append_text(d, "s1t1", " Bees love an orchard.")),
+    (
+        "W_VAKT_NOT_LAST",
+        lambda d: d["sections"][0]["blocks"].extend(
+            [
+                {"id": "v1", "type": "vakt", "text": "Buzz.", "links": []},
+                {"id": "v2", "type": "vakt", "text": "Fly.", "links": []},
+            ]
+        ),
+    ),
+    ("W_FORMAT_BOLD", lambda d: set_markup(d, "s1t1", BEES_FIRST.replace("cell", "*cell*"))),
+    ("W_FORMAT_UNDERLINE", lambda d: set_markup(d, "s1t1", BEES_FIRST.replace("cell", "**cell**"))),
+    ("W_FORMAT_CAPS", lambda d: set_markup(d, "s1t1", BEES_FIRST.replace("cell", "*Cella*"))),
+    ("W_SECTION_COUNT", lambda d: None),
+]
+
+
+def test_every_code_has_a_near_miss() -> None:
+    assert {code for code, _ in NEAR_MISSES} == set(CHECK_CODES)
+
+
+@pytest.mark.parametrize(("code", "mutate"), NEAR_MISSES, ids=[c for c, _ in NEAR_MISSES])
+def test_a_near_miss_does_not_fire(code: str, mutate: Callable[[Doc], None]) -> None:
+    assert code not in codes(check(mutate).findings)
+
+
 def test_a_lesson_written_to_the_standard_gives_nothing() -> None:
     result = check()
     assert [f.message for f in result.errors] == []
