@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 from bisect import bisect_right
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from quiz_contracts.lesson import Finding, FindingLevel
@@ -339,7 +339,9 @@ class CheckResult:
 
 def _truthy_id(value: Any) -> str | None:
     """An id as the tool reads `x || null`: "", 0, false and null are no id."""
-    if value is None or value is False or value == "" or value == 0:
+    if value.__class__ is str:  # the common case, first
+        return value or None
+    if value is None or value is False or value == 0:
         return None
     return js_string(value)
 
@@ -357,12 +359,14 @@ def answers_of(block: Mapping[str, Any]) -> list[str]:
     """A question's answers, trimmed: its `answers` list for the orange kinds, else `answer`."""
     if block.get("questionType") in ORANGE_TYPES:
         items = block.get("answers")
-        texts = (js_trim(_items_text(a)) for a in (items if isinstance(items, list) else []))
+        if not isinstance(items, list):
+            return []
+        texts = [js_trim(_items_text(a)) for a in items]
         return [t for t in texts if t]
     answer = block.get("answer")
     if answer is None or answer == "":
         return []
-    text = js_trim(js_string(answer))
+    text = js_trim(answer if answer.__class__ is str else js_string(answer))
     return [text] if text else []
 
 
@@ -381,7 +385,7 @@ def _answer_id(block: Mapping[str, Any], answer: str) -> str | None:
 
 
 def _letter_count(word: str) -> int:
-    return sum(1 for ch in word if ch.isalpha())
+    return len(word) if word.isalpha() else sum(1 for ch in word if ch.isalpha())
 
 
 def _word_count(text: str) -> int:
@@ -485,56 +489,61 @@ class _Answer:
     number: int
 
 
-@dataclass
 class _Section:
     """What every check of one section reads, computed once."""
 
-    index: int
-    section: Mapping[str, Any]
-    number: int = 0
-    id: str = ""
-    section_id: str | None = None
-    label: str = ""
-    blocks: list[Any] = field(default_factory=list)
-    text_blocks: list[tuple[Mapping[str, Any], list[Paragraph]]] = field(default_factory=list)
-    plain: str = ""
-    passage: Phrases = field(default_factory=lambda: Phrases(""))
-    spelling: list[_Spelling] = field(default_factory=list)
-    questions: list[_Question] = field(default_factory=list)
-    vakt: list[int] = field(default_factory=list)
-    _list_passage: ListPassage | None = None
-    _caps: set[str] | None = None
+    __slots__ = (
+        "_caps",
+        "_list_passage",
+        "blocks",
+        "id",
+        "label",
+        "number",
+        "passage",
+        "plain",
+        "questions",
+        "section_id",
+        "spelling",
+        "text_blocks",
+        "vakt",
+    )
 
-    def __post_init__(self) -> None:
-        section = self.section
-        self.number = self.index + 1
+    def __init__(self, index: int, section: Mapping[str, Any]) -> None:
+        self.number = index + 1
         self.section_id = _truthy_id(section.get("id"))
-        self.id = self.section_id or f"section#{self.index}"
+        self.id = self.section_id or f"section#{index}"
         name = section.get("name")
         name = js_trim(name) if isinstance(name, str) else ""
         self.label = f'Section {self.number} "{name}"' if name else f"Section {self.number}"
         blocks = section.get("blocks")
-        self.blocks = blocks if isinstance(blocks, list) else []
+        self.blocks: list[Any] = blocks if isinstance(blocks, list) else []
+        self.text_blocks: list[tuple[Mapping[str, Any], list[Paragraph]]] = []
+        self.questions: list[_Question] = []
+        self.spelling: list[_Spelling] = []
+        self.vakt: list[int] = []
+        self._list_passage: ListPassage | None = None
+        self._caps: set[str] | None = None
         plains = []
         for at, block in enumerate(self.blocks):
             if not isinstance(block, dict):
                 continue
             kind = block.get("type")
-            if kind == "vakt":
-                self.vakt.append(at)
+            if kind == "question":
+                self.questions.append(_Question(block, len(self.questions), self.id))
             elif kind == "text":
                 paragraphs = block_paragraphs(block)
                 self.text_blocks.append((block, paragraphs))
                 plains.append(paragraphs_plain(paragraphs))
-            elif kind == "question":
-                self.questions.append(_Question(block, len(self.questions), self.id))
             elif kind == "spelling":
                 words = block.get("words")
+                block_id = _truthy_id(block.get("id"))
                 for w in words if isinstance(words, list) else []:
                     word = js_trim(_items_text(w))
                     if word:
                         item_id = None if isinstance(w, str) else _truthy_id(w.get("id"))
-                        self.spelling.append(_Spelling(word, _truthy_id(block.get("id")), item_id))
+                        self.spelling.append(_Spelling(word, block_id, item_id))
+            elif kind == "vakt":
+                self.vakt.append(at)
         self.plain = " ".join(plains)
         self.passage = Phrases(normalize_text(self.plain))
 
