@@ -452,7 +452,7 @@ class _Question:
         self.id = _truthy_id(self.block_id) or f"{section_id}#q{qi}"
         self.number = qi + 1
         self.answers = answers_of(block)
-        self.norms = [normalize_text(a) for a in self.answers]
+        self.norms = [normalize_text(a) for a in self.answers] if self.answers else []
         prompt = block.get("prompt")
         self.prompt = prompt if isinstance(prompt, str) else ""
         self._prompt_norm: str | None = None
@@ -484,9 +484,13 @@ class _Answer:
     question_id: str
     question_type: Any
     section: int
-    where: str
+    label: str
     block_id: str | None
     number: int
+
+    @property
+    def where(self) -> str:
+        return f"{self.label}, question {self.number}"
 
 
 class _Section:
@@ -704,7 +708,7 @@ class _Checker:
             block_id = _truthy_id(q.block_id)
             for answer, norm in zip(q.answers, q.norms, strict=True):
                 self.all_answers.append(
-                    _Answer(answer, norm, q.id, kind, ctx.number, where, block_id, q.number)
+                    _Answer(answer, norm, q.id, kind, ctx.number, ctx.label, block_id, q.number)
                 )
 
         if kind in ORANGE_TYPES:
@@ -933,9 +937,15 @@ class _Checker:
         ]
         if not recall:
             return
+        # Every word of a prompt's norm is a substring of the upper-cased prompt unless a
+        # thousands comma was dropped. So an answer whose first word is in none of the section's
+        # upper-cased prompts leaks nowhere: one search per answer spares most prompts.
+        prompts = "\0".join(q.prompt.upper() for q in ctx.questions)
+        commas = "," in prompts
+        recall = [e for e in recall if commas or e.first_word in prompts]
+        if not recall:
+            return
         for q in ctx.questions:
-            # Every word of a prompt's norm is a substring of the upper-cased prompt unless a
-            # thousands comma was dropped: a cheap test that spares most prompts normalising.
             if "," not in q.prompt:
                 upper = q.prompt.upper()
                 candidates = [e for e in recall if e.first_word in upper and e.owner.id != q.id]

@@ -102,11 +102,7 @@ def normalize_text(value: object) -> str:
         upper = text.upper()
         if upper.isalnum():  # ("ǰ" upper-cases to J + a combining mark, which is stripped)
             return upper
-    if "," in text:
-        text = _THOUSANDS.sub(r"\1", text)
-    text = text.upper()
-    if "." in text:
-        text = _DECIMAL.sub("\\1\x01\\2", text)
+    text = _protect_numbers(text).upper()
     text = " ".join(text.translate(_WORDS).split())
     return text.replace(DECIMAL_MARK, ".") if DECIMAL_MARK in text else text
 
@@ -149,11 +145,26 @@ class Sentence:
     raw: list[str]
 
 
+def _protect_numbers(text: str) -> str:
+    """Thousands commas dropped and decimal points parked as DECIMAL_MARK (searched first:
+    most texts have neither, and a substitution costs more than a search)."""
+    if "," in text and _THOUSANDS.search(text):
+        text = _THOUSANDS.sub(_first_group, text)
+    if "." in text and _DECIMAL.search(text):
+        text = _DECIMAL.sub(_park_decimal, text)
+    return text
+
+
+def _first_group(match: re.Match[str]) -> str:
+    return match.group(1)
+
+
+def _park_decimal(match: re.Match[str]) -> str:
+    return f"{match.group(1)}{DECIMAL_MARK}{match.group(2)}"
+
+
 def _list_text(text: str) -> str:
-    if "," in text:
-        text = _THOUSANDS.sub(r"\1", text)
-    if "." in text:
-        text = _DECIMAL.sub("\\1\x01\\2", text)
+    text = _protect_numbers(text)
     text = text.replace(",", f" {COMMA_MARK} ").replace(";", f" {COMMA_MARK} ")
     text = text.translate(_LIST_WORDS)
     return text.replace(DECIMAL_MARK, ".") if DECIMAL_MARK in text else text
