@@ -11,6 +11,7 @@ from quiz_contracts.review import QuestionReview, ReviewFinding, ReviewPill, Rev
 from quiz_review.domain.states import (
     TabRow,
     pill_for,
+    request_needs_review,
     require_published,
     require_review,
     require_reviewable,
@@ -108,3 +109,10 @@ def test_refusals_before_any_call() -> None:
     with pytest.raises(ContractError) as none:
         require_review(None)
     assert none.value.code is ErrorCode.no_review
+
+
+def test_a_request_reviews_a_version_once_unless_its_review_failed() -> None:
+    assert request_needs_review(None)
+    assert request_needs_review(review("failed"))
+    for state in ("clean", "findings", "ignored"):
+        assert not request_needs_review(review(state))

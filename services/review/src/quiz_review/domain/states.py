@@ -87,6 +87,16 @@ def review_list(enabled: bool, rows: Iterable[TabRow]) -> ReviewList:
     return ReviewList(enabled=enabled, reviewed=reviewed, pending=pending, items=items)
 
 
+def request_needs_review(existing: QuestionReview | None) -> bool:
+    """Whether a `review.v1.requests` message calls the model (dedupe by version).
+
+    Only a version without a row, or whose review failed, is reviewed; otherwise the request is
+    answered with the review the version already has. An ignored version is never reviewed again.
+    ("Review now" is the teacher's explicit ask and reviews the latest version whatever its row.)
+    """
+    return existing is None or existing.state is ReviewState.failed
+
+
 def is_reviewable(type_name: str) -> bool:
     """Every type but circuit and diagram."""
     return type_name not in UNREVIEWED_TYPES
