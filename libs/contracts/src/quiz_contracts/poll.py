@@ -40,8 +40,6 @@ IDEA_LABEL_MAX = 60  # a teacher's cluster label (POLL_IDEA_LABEL_MAX)
 IDEA_KEY_MAX = 200  # an idea key in an action body
 ACTION_KEYS_MAX = 500  # keys in one action body
 
-TALLY_FRAME_VERSION = 1
-
 
 class CamelModel(WireModel):
     """A wire model whose JSON names are camelCase, read by either name."""
@@ -162,7 +160,7 @@ class PollTallyFrame(CamelModel):
       always: the visible ideas as a list, without counts.
     """
 
-    v: Literal[1] = TALLY_FRAME_VERSION
+    v: Literal[1] = 1
     type: Literal["poll.tally"] = "poll.tally"
     evaluation_id: str
     seq: int = Field(ge=1)
