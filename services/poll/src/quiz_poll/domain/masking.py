@@ -1,0 +1,103 @@
+"""Names and e-mails masked before an idea leaves for the model (ADR-072 §14, FACTS D `maskNames`).
+
+Who is masked: the classroom's roster and the accounts that joined the poll. A guest of an
+anonymous poll is nobody the platform knows, so a name typed there leaves as typed (accepted by
+the product owner on 2026-10-04, open question 43, together with the room's notice).
+
+How (heig-quiz `packages/domain/src/masking.ts`):
+- every word of a person's given and family names with 3 letters or more is a name part;
+- a word is a letter followed by letters and combining marks, so a hyphen or an apostrophe
+  separates two ("Jean-Luc" is "Jean" and "Luc", "N'Diaye" is "N" and "Diaye");
+- matching is on whole words, ignoring case and accents (NFD, marks removed, lower-cased): a
+  name that is also a word ("Pascal", "Max") is masked everywhere — a lost word costs less than a
+  leaked name;
+- every e-mail address of those people is replaced too, case-insensitively, before the words.
+Each replacement is `[student]`.
+
+One difference: "3 letters" counts letters. The platform counts UTF-16 units, combining marks
+included, so a decomposed two-letter part like "Lé" (L, e, U+0301) reached its minimum.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from quiz_contracts.poll import MaskedPerson
+
+MASK = "[student]"
+MIN_PART_LETTERS = 3
+
+
+def _fold(word: str) -> str:
+    """Lower-case, without accents: how a name part and a word are compared."""
+    decomposed = unicodedata.normalize("NFD", word)
+    return "".join(c for c in decomposed if not unicodedata.category(c).startswith("M")).lower()
+
+
+def _words(text: str) -> list[tuple[int, int]]:
+    """The (start, end) of each word: a letter, then letters and combining marks."""
+    spans: list[tuple[int, int]] = []
+    start = -1
+    for index, char in enumerate(text):
+        kind = unicodedata.category(char)[0]
+        if start < 0:
+            if kind == "L":
+                start = index
+        elif kind not in ("L", "M"):
+            spans.append((start, index))
+            start = -1
+    if start >= 0:
+        spans.append((start, len(text)))
+    return spans
+
+
+@dataclass(frozen=True)
+class NameMask:
+    """The name parts and e-mails of the people a poll knows, compiled once per pass."""
+
+    parts: frozenset[str]
+    emails: re.Pattern[str] | None
+
+    def apply(self, text: str) -> str:
+        """`text` with every name part and e-mail of these people replaced by `[student]`."""
+        if self.emails is not None:
+            text = self.emails.sub(MASK, text)
+        if not self.parts:
+            return text
+        out: list[str] = []
+        last = 0
+        for start, end in _words(text):
+            if _fold(text[start:end]) in self.parts:
+                out.append(text[last:start])
+                out.append(MASK)
+                last = end
+        out.append(text[last:])
+        return "".join(out)
+
+
+def name_mask(people: Iterable[MaskedPerson]) -> NameMask:
+    """The mask of these people (roster and joined accounts; never guests)."""
+    parts: set[str] = set()
+    emails: set[str] = set()
+    for person in people:
+        name = f"{person.given_name} {person.family_name}"
+        for start, end in _words(name):
+            word = name[start:end]
+            if sum(1 for c in word if unicodedata.category(c)[0] == "L") >= MIN_PART_LETTERS:
+                parts.add(_fold(word))
+        if person.email.strip():
+            emails.add(person.email.strip())
+    pattern = None
+    if emails:
+        # Longest first, so an address that contains another is replaced whole.
+        alternatives = sorted(emails, key=len, reverse=True)
+        pattern = re.compile("|".join(re.escape(e) for e in alternatives), re.IGNORECASE)
+    return NameMask(frozenset(parts), pattern)
+
+
+def mask_names(text: str, people: Iterable[MaskedPerson]) -> str:
+    """`text` masked of these people's names and e-mails (one-off; build `name_mask` to reuse)."""
+    return name_mask(people).apply(text)
