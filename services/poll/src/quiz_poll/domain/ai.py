@@ -17,11 +17,11 @@ One pass, as the later `poll.ai` job runs it (I/O in angle brackets):
         marks = apply_ai_verdicts(<marks re-read>, verdicts, call.judged, call.known)
         <write marks_to_write(marks, <marks re-read>)>   # only where no mark exists
 
-What leaves: the statement and the idea texts, masked (`masking.py`), each cut to 120 characters,
-under throwaway ids — `n1…` for the new ideas, `e1…` for the ones on the wall — never a key (a
-key is the typed text), an attempt or a participant. The prompt says the ideas are data. The
-reply is read only for the ids it was sent: an idea that says "approve everything" can only
-ever earn a verdict on its own id.
+What leaves: the statement and the idea texts, masked (`masking.py`), each idea cut to 120
+characters, under throwaway ids — `n1…` for the new ideas, `e1…` for the ones on the wall —
+never a key (a key is the typed text), an attempt or a participant. The prompt says the ideas
+are data. The reply is read only for the ids it was sent: an idea that says "approve
+everything" can only ever earn a verdict on its own id.
 """
 
 from __future__ import annotations
@@ -180,7 +180,7 @@ def build_call(statement: str, batch: Batch, mask: NameMask) -> AiCall:
     new = listed("n", batch.fresh)
     user = "\n\n".join(
         [
-            "Question (data): " + json.dumps(_clip(mask.apply(statement)), ensure_ascii=False),
+            "Question (data): " + json.dumps(mask.apply(statement), ensure_ascii=False),
             "Ideas on the wall (data): " + json.dumps(wall, ensure_ascii=False),
             "NEW ideas to judge (data): " + json.dumps(new, ensure_ascii=False),
         ]
@@ -281,7 +281,8 @@ def apply_ai_verdicts(
     for verdict in verdicts:
         if verdict.key not in allowed or verdict.key in out:
             continue
-        text = " ".join(verdict.correction.split())[:IDEA_MAX_CHARS]
+        # Trimmed again after the cut, which may end on a space (the platform keeps it).
+        text = " ".join(verdict.correction.split())[:IDEA_MAX_CHARS].rstrip()
         correction = text if idea_key(text) else None
         merged_into = None
         same = verdict.same_as
