@@ -22,8 +22,9 @@ accent, and a key that depends on what folding removed is no longer its own key 
 from __future__ import annotations
 
 import unicodedata
-from collections.abc import Iterator
 from typing import Any
+
+import regex
 
 from quiz_contracts.errors import ContractError, ErrorCode
 
@@ -31,32 +32,17 @@ ARTICLES = frozenset(
     {"le", "la", "les", "l", "un", "une", "des", "du", "de", "d", "the", "a", "an"}
 )
 
-
-def _category(char: str) -> str:
-    return unicodedata.category(char)[0]
-
-
-def _words(text: str) -> Iterator[str]:
-    """The words of an NFKD, lower-cased text: runs of letters and numbers, marks dropped.
-
-    A mark is skipped, not a separator, as in the platform where marks are removed before the
-    split: "e\u0301te\u0301" is one word either way.
-    """
-    letters: list[str] = []
-    for char in text:
-        kind = _category(char)
-        if kind in ("L", "N"):
-            letters.append(char)
-        elif kind != "M" and letters:
-            yield "".join(letters)
-            letters = []
-    if letters:
-        yield "".join(letters)
+# The platform's own classes (`\p{M}`, `\p{L}`, `\p{N}`), which the stdlib `re` lacks.
+_MARKS = regex.compile(r"\p{M}+")
+_NOT_LETTER_OR_NUMBER = regex.compile(r"[^\p{L}\p{N}]+")
 
 
 def idea_key(raw: str) -> str:
     """The normalised text of an idea; "" when nothing of it is a letter or a number."""
-    words = list(_words(unicodedata.normalize("NFKD", raw).lower()))
+    text = unicodedata.normalize("NFKD", raw)
+    if not text.isascii():  # ASCII has no combining mark
+        text = _MARKS.sub("", text)
+    words = _NOT_LETTER_OR_NUMBER.sub(" ", text.lower()).split()
     start = 0
     while start < len(words) - 1 and words[start] in ARTICLES:
         start += 1

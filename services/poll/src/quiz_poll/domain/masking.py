@@ -25,33 +25,21 @@ import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+import regex
+
 from quiz_contracts.poll import MaskedPerson
 
 MASK = "[student]"
 MIN_PART_LETTERS = 3
 
+_WORD = regex.compile(r"\p{L}[\p{L}\p{M}]*")
+_MARKS = regex.compile(r"\p{M}+")
+_LETTER = regex.compile(r"\p{L}")
+
 
 def _fold(word: str) -> str:
     """Lower-case, without accents: how a name part and a word are compared."""
-    decomposed = unicodedata.normalize("NFD", word)
-    return "".join(c for c in decomposed if not unicodedata.category(c).startswith("M")).lower()
-
-
-def _words(text: str) -> list[tuple[int, int]]:
-    """The (start, end) of each word: a letter, then letters and combining marks."""
-    spans: list[tuple[int, int]] = []
-    start = -1
-    for index, char in enumerate(text):
-        kind = unicodedata.category(char)[0]
-        if start < 0:
-            if kind == "L":
-                start = index
-        elif kind not in ("L", "M"):
-            spans.append((start, index))
-            start = -1
-    if start >= 0:
-        spans.append((start, len(text)))
-    return spans
+    return _MARKS.sub("", unicodedata.normalize("NFD", word)).lower()
 
 
 @dataclass(frozen=True)
@@ -67,15 +55,7 @@ class NameMask:
             text = self.emails.sub(MASK, text)
         if not self.parts:
             return text
-        out: list[str] = []
-        last = 0
-        for start, end in _words(text):
-            if _fold(text[start:end]) in self.parts:
-                out.append(text[last:start])
-                out.append(MASK)
-                last = end
-        out.append(text[last:])
-        return "".join(out)
+        return _WORD.sub(lambda m: MASK if _fold(m[0]) in self.parts else m[0], text)
 
 
 def name_mask(people: Iterable[MaskedPerson]) -> NameMask:
@@ -83,10 +63,8 @@ def name_mask(people: Iterable[MaskedPerson]) -> NameMask:
     parts: set[str] = set()
     emails: set[str] = set()
     for person in people:
-        name = f"{person.given_name} {person.family_name}"
-        for start, end in _words(name):
-            word = name[start:end]
-            if sum(1 for c in word if unicodedata.category(c)[0] == "L") >= MIN_PART_LETTERS:
+        for word in _WORD.findall(f"{person.given_name} {person.family_name}"):
+            if len(_LETTER.findall(word)) >= MIN_PART_LETTERS:
                 parts.add(_fold(word))
         if person.email.strip():
             emails.add(person.email.strip())

@@ -208,6 +208,28 @@ class BrainstormTally:
             self._held.pop(order, None)
         self._answered += bool(after) - bool(before)
 
+    def load(self, answers: Iterable[tuple[Hashable, object]]) -> None:
+        """Stored answers, in participants' order, into an empty tally: the clusters built once."""
+        if self._order:
+            raise ValueError("load() fills an empty tally; use set_answer() after it")
+        holders: dict[str, list[Holder]] = {}
+        for participant, payload in answers:
+            self._joined.add(participant)
+            order = self._order.setdefault(participant, len(self._order))
+            held = keyed_ideas(ideas_of(payload))
+            if not held:
+                continue
+            self._held[order] = held
+            self._answered += 1
+            for key, (index, text) in held.items():
+                holders.setdefault(key, []).append((order, index, text))
+        for key, entries in holders.items():
+            # pending/visible/head are set by the rebuild, which counts `pending` from False.
+            self._keys[key] = _Key(
+                head=key, visible=False, pending=False, holders=SortedList(entries)
+            )
+        self._rebuild(set(self._keys))
+
     def remove_participant(self, participant: Hashable) -> None:
         """Forget a participant's ideas and attempt (a purged guest)."""
         if participant in self._order:
@@ -416,6 +438,5 @@ def tally_from_answers(
 ) -> BrainstormTally:
     """A tally loaded from stored answers (in participants' order) and marks: a service restart."""
     tally = BrainstormTally(moderation=moderation, marks=marks)
-    for participant, payload in answers:
-        tally.set_answer(participant, payload)
+    tally.load(answers)
     return tally

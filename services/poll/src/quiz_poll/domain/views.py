@@ -55,23 +55,22 @@ def _bubbles(cloud: Sequence[Bubble]) -> list[PollBubble]:
     return [PollBubble(key=b.key, label=b.label, count=b.count) for b in cloud]
 
 
-def wall_tally(snap: TallySnapshot, settings: PollSettings) -> PollTally:
+def wall_tally(
+    snap: TallySnapshot, settings: PollSettings, bubbles: list[PollBubble] | None = None
+) -> PollTally:
     """The projection's tally: the cloud only while votes are shown; `pending` for the teacher."""
-    return PollTally(
-        joined=snap.joined,
-        answered=snap.answered,
-        ideas=_bubbles(snap.cloud) if settings.votes else [],
-        pending=snap.pending,
-    )
+    ideas = (_bubbles(snap.cloud) if bubbles is None else bubbles) if settings.votes else []
+    return PollTally(joined=snap.joined, answered=snap.answered, ideas=ideas, pending=snap.pending)
 
 
-def phone_tally(snap: TallySnapshot, settings: PollSettings) -> PollTally | None:
+def phone_tally(
+    snap: TallySnapshot, settings: PollSettings, bubbles: list[PollBubble] | None = None
+) -> PollTally | None:
     """The public tally: null while votes are hidden; never any pending count."""
     if not settings.votes:
         return None
-    return PollTally(
-        joined=snap.joined, answered=snap.answered, ideas=_bubbles(snap.cloud), pending=0
-    )
+    ideas = _bubbles(snap.cloud) if bubbles is None else bubbles
+    return PollTally(joined=snap.joined, answered=snap.answered, ideas=ideas, pending=0)
 
 
 def shared_list(snap: TallySnapshot) -> list[PollSharedIdea]:
@@ -84,18 +83,19 @@ def frames(
     evaluation_id: str, seq: int, snap: TallySnapshot, settings: PollSettings, now: datetime
 ) -> tuple[PollTallyFrame, PollTallyFrame]:
     """The wall's and the phones' frames of one change (the same `seq`)."""
+    bubbles = _bubbles(snap.cloud) if settings.votes else []  # frozen models: shared by both
     wall = PollTallyFrame(
         evaluation_id=evaluation_id,
         seq=seq,
         audience="wall",
-        tally=wall_tally(snap, settings),
+        tally=wall_tally(snap, settings, bubbles),
         server_now=now,
     )
     phone = PollTallyFrame(
         evaluation_id=evaluation_id,
         seq=seq,
         audience="phone",
-        tally=phone_tally(snap, settings),
+        tally=phone_tally(snap, settings, bubbles),
         shared_list=shared_list(snap),
         server_now=now,
     )
