@@ -7,8 +7,8 @@ student and expects neither name in the prompt; our cases restate that and the r
 
 from __future__ import annotations
 
-from quiz_contracts.poll import MaskedPerson
-from quiz_poll.domain.masking import MASK, mask_names, name_mask
+from quiz_contracts.poll import MaskedPerson, PollJoin, PollParticipant
+from quiz_poll.domain.masking import MASK, mask_names, name_mask, people_to_mask
 
 ZOE = MaskedPerson(given_name="Zoé", family_name="Dupont", email="zoe.dupont@ecole.ch")
 JEAN_LUC = MaskedPerson(given_name="Jean-Luc", family_name="N'Diaye", email="")
@@ -47,3 +47,19 @@ def test_the_platforms_example_leaves_no_name() -> None:
     person = MaskedPerson(given_name="Zorglub", family_name="Marchand", email="")
     masked = name_mask([person]).apply("Zorglub Marchand respire")
     assert masked == f"{MASK} {MASK} respire"
+
+
+def join(kind: str, person: MaskedPerson | None) -> PollJoin:
+    participant = PollParticipant(
+        attempt_id=f"a-{kind}", kind=kind, user_id="u1" if kind == "account" else None
+    )
+    return PollJoin(evaluation_id="ev1", participant=participant, person=person)
+
+
+def test_the_roster_and_the_joined_accounts_are_masked_never_a_guest() -> None:
+    people = people_to_mask([ZOE], [join("account", PASCAL), join("guest", JEAN_LUC)])
+    assert people == [ZOE, PASCAL]
+    masked = name_mask(people).apply("Zoé, Pascal et Jean")
+    assert masked == f"{MASK}, {MASK} et Jean"
+    # an anonymous poll: no roster; only the accounts that joined are known
+    assert people_to_mask([], [join("guest", None)]) == []

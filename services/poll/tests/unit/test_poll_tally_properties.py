@@ -26,6 +26,7 @@ from quiz_poll.domain.ai import (
     build_call,
     marks_to_write,
     read_verdicts,
+    retroactive_marks,
     select_batch,
 )
 from quiz_poll.domain.board import brainstorm_board, brainstorm_cloud
@@ -95,6 +96,7 @@ def operations(ideas: st.SearchStrategy[str]) -> st.SearchStrategy[tuple[Any, ..
         st.tuples(st.just("race"), st.sampled_from(TOKENS), st.none() | st.sampled_from(TOKENS)),
         st.tuples(st.just("moderation"), st.booleans()),
         st.tuples(st.just("votes"), st.booleans()),
+        st.tuples(st.just("ai_on")),
         st.tuples(st.just("leave"), st.sampled_from(PARTICIPANTS)),
     )
 
@@ -147,6 +149,8 @@ class Poll:
             self.tally.set_moderation(op[1])
         elif kind == "votes":
             self.settings = self.settings.model_copy(update={"votes": op[1]})
+        elif kind == "ai_on":  # never retroactive: the ideas already there stay the teacher's
+            self.write(retroactive_marks(self.tally.keys(), self.marks))
         else:  # pragma: no cover
             raise AssertionError(kind)
 

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 import regex
 
-from quiz_contracts.poll import MaskedPerson
+from quiz_contracts.poll import MaskedPerson, PollJoin
 
 MASK = "[student]"
 MIN_PART_LETTERS = 3
@@ -79,3 +79,18 @@ def name_mask(people: Iterable[MaskedPerson]) -> NameMask:
 def mask_names(text: str, people: Iterable[MaskedPerson]) -> str:
     """`text` masked of these people's names and e-mails (one-off; build `name_mask` to reuse)."""
     return name_mask(people).apply(text)
+
+
+def people_to_mask(roster: Iterable[MaskedPerson], joins: Iterable[PollJoin]) -> list[MaskedPerson]:
+    """Whom a poll knows: its classroom's roster and every ACCOUNT that joined it.
+
+    A guest is nobody the platform knows: a person sent with a guest's join is ignored, and an
+    anonymous poll (no roster) masks only the accounts that joined it.
+    """
+    people = list(roster)
+    people += [
+        join.person
+        for join in joins
+        if join.participant.kind == "account" and join.person is not None
+    ]
+    return people
