@@ -214,8 +214,10 @@ class BrainstormTally:
             raise ValueError("load() fills an empty tally; use set_answer() after it")
         holders: dict[str, list[Holder]] = {}
         for participant, payload in answers:
+            if participant in self._order:
+                raise ValueError(f"participant {participant!r} twice: one stored answer each")
             self._joined.add(participant)
-            order = self._order.setdefault(participant, len(self._order))
+            order = self._order[participant] = len(self._order)
             held = keyed_ideas(ideas_of(payload))
             if not held:
                 continue
