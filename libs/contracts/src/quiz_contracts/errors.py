@@ -44,6 +44,12 @@ class ErrorCode(StrEnum):
     # runner: a request over a hard maximum.
     limit_exceeded = "limit_exceeded"
     unsupported_language = "unsupported_language"
+    # ADR-071 (poll): a type that is not a brainstorm, a reveal of a keyless question, an answer
+    # over the question's maxIdeas, and moderation 30 days after close (amendment 2026-10-15).
+    poll_type = "poll_type"
+    poll_keyless = "poll_keyless"
+    answer_invalid = "answer_invalid"
+    poll_frozen = "poll_frozen"
 
 
 HTTP_STATUS: dict[ErrorCode, int] = {
@@ -74,6 +80,10 @@ HTTP_STATUS: dict[ErrorCode, int] = {
     ErrorCode.not_published: 400,
     ErrorCode.limit_exceeded: 422,
     ErrorCode.unsupported_language: 422,
+    ErrorCode.poll_type: 422,
+    ErrorCode.poll_keyless: 422,
+    ErrorCode.answer_invalid: 422,
+    ErrorCode.poll_frozen: 409,
 }
 
 

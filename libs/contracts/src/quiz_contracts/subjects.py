@@ -34,3 +34,19 @@ LESSON_FIX_PREFIX = "lesson.v1"
 
 # The micro service names: `$SRV.PING.<name>` answers per service.
 SERVICE_NAMES = ("llm-gateway", "runner", "editor-assist", "review", "poll", "lesson-fix")
+
+# poll (ADR-071 §6): the live tally frames, published per evaluation for the platform's realtime
+# layer. A function, not a constant: the evaluation id is one subject token.
+POLL_TALLY_SUFFIX = "tally"
+
+
+def poll_tally_subject(evaluation_id: str) -> str:
+    """`poll.v1.<evaluation>.tally`; ValueError for an id that is not one plain subject token."""
+    if not evaluation_id or any(c in evaluation_id for c in ".*> \t\r\n"):
+        raise ValueError(f"not a subject token: {evaluation_id!r}")
+    return f"{POLL_PREFIX}.{evaluation_id}.{POLL_TALLY_SUFFIX}"
+
+
+def poll_tally_filter() -> str:
+    """The subscription filter of every poll's frames: `poll.v1.*.tally`."""
+    return f"{POLL_PREFIX}.*.{POLL_TALLY_SUFFIX}"
