@@ -448,3 +448,29 @@ async def test_killed_consumer_process_work_is_redelivered_and_done_once(
         rows = db.execute("SELECT job_id, pid, delivery FROM done").fetchall()
     done_by = first.pid if kill_point == "pause-after-commit" else second.pid
     assert rows == [("job-1", done_by, 1 if kill_point == "pause-after-commit" else 2)]
+
+
+async def test_service_does_not_start_when_a_stream_cannot_take_its_declared_config(
+    nc: NATS, names: Any, nats_url: str
+) -> None:
+    await ensure_stream(nc.jetstream(), StreamSpec(names.stream, (names.subject,)))
+    settings = ServiceSettings(nats_url=nats_url)
+    runtime = ServiceRuntime(
+        name=names.service, version="0.1.0", description="kit", settings=settings
+    )
+    runtime.add_stream(StreamSpec(names.stream, (names.subject,), storage="memory"))
+
+    async def handle(job: Job, delivery: Delivery) -> None:
+        return None
+
+    runtime.add_consumer(spec(names, handle))
+    app = create_service_app(runtime)
+    # The lifespan itself (uvicorn turns its failure into "startup failed", exit code 3).
+    with pytest.raises(JetStreamConfigError) as failed:
+        async with app.router.lifespan_context(app):
+            pass
+    message = str(failed.value)
+    assert f"stream {names.stream} exists with a config the server cannot change" in message
+    assert "storage: 'file' → 'memory'" in message
+    assert runtime.background.jetstream.workers == []
+    await runtime.nc.close()

@@ -40,6 +40,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
+from enum import Enum
 from typing import Any, Generic, Literal, TypeVar
 
 from nats.aio.client import Client as NATS
@@ -207,8 +208,12 @@ def _differences(declared: api.Base, existing: api.Base) -> list[str]:
         if isinstance(want, float) and isinstance(have, int | float) and abs(want - have) < 1e-6:
             continue
         if want != have:
-            out.append(f"{name}: {have!r} → {want!r}")
+            out.append(f"{name}: {_plain(have)} → {_plain(want)}")
     return out
+
+
+def _plain(value: object) -> str:
+    return repr(value.value if isinstance(value, Enum) else value)
 
 
 async def ensure_stream(
@@ -663,10 +668,15 @@ class JetStreamKit:
             self._metrics = ConsumerMetrics(self._service_metrics)
         specs = [*self.consumers, dead_letter_forwarder(self.service, self.consumers, js)]
         tracer = trace.get_tracer(f"quiz.{self.service}")
-        for spec in specs:
-            worker: ConsumerWorker[Any] = ConsumerWorker(nc, spec, self._metrics, tracer=tracer)
-            await worker.start()
-            self.workers.append(worker)
+        try:
+            for spec in specs:
+                worker: ConsumerWorker[Any] = ConsumerWorker(nc, spec, self._metrics, tracer=tracer)
+                await worker.start()
+                self.workers.append(worker)
+        except BaseException:
+            # A later consumer failed to declare: the service will not start, stop the others.
+            await self.stop(grace_s=0)
+            raise
         log.info("%s consumes: %s", self.service, ", ".join(s.name for s in specs))
 
     async def stop(self, grace_s: float = 10.0) -> None:
