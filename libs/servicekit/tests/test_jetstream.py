@@ -169,6 +169,26 @@ async def test_duplicate_msg_id_inside_the_window_is_dropped(
     assert [job for job, _ in seen.calls] == ["a", "b"]
 
 
+async def test_work_is_concurrent_up_to_max_in_flight(nc: NATS, names: Any, start_kit: Any) -> None:
+    now = peak = 0
+    done: list[str] = []
+
+    async def handle(job: Job, delivery: Delivery) -> None:
+        nonlocal now, peak
+        now += 1
+        peak = max(peak, now)
+        await asyncio.sleep(0.5)
+        now -= 1
+        done.append(job.job_id)
+
+    js = nc.jetstream()
+    async with start_kit(spec(names, handle, max_in_flight=3)):
+        for i in range(10):
+            await publish(js, names.subject, Job(job_id=f"j{i}"), msg_id=f"j{i}")
+        await eventually(lambda: len(done) == 10)
+    assert peak == 3
+
+
 async def test_poison_message_is_dead_lettered_after_max_deliver(
     nc: NATS, names: Any, start_kit: Any
 ) -> None:
