@@ -19,6 +19,7 @@ from quiz_runner.sandbox.base import Sandbox, ensure_init, watch_children_with_p
 from quiz_runner.sandbox.bwrap import BwrapSandbox
 from quiz_runner.service import RunnerService
 from quiz_runner.slots import Slots
+from quiz_runner.uids import claim_uids
 
 HELLO = 'print("hello")\n'
 C_HELLO = '#include <stdio.h>\nint main(void){ puts("hello"); return 0; }\n'
@@ -101,7 +102,8 @@ async def bench(args: argparse.Namespace, state: Path, script: Path) -> None:
     """Measure and print every figure."""
     cores = os.cpu_count() or 1
     watch_children_with_pidfds()  # as the service does at start-up
-    service = RunnerService(build(args.backend, state), Slots(cores), state, uid_base=63000)
+    uids = claim_uids(cores, 63000, 1000)  # the bench's own range, claimed like a runner's
+    service = RunnerService(build(args.backend, state), Slots(cores), state, uids=uids)
 
     await sandboxed_cases(service, 3)  # warm caches (page cache, init build)
     bare = statistics.median(await bare_python(N, script))

@@ -36,9 +36,20 @@ class ErrorCode(StrEnum):
     question_keyless = "question_keyless"
     # ADR-060 (review).
     fix_stale = "fix_stale"
+    # HQ apps/api/src/modules/pool/review.ts (ReviewRefusal): refused before any model call.
+    review_unsupported = "review_unsupported"
+    no_fix = "no_fix"
+    no_review = "no_review"
+    not_published = "not_published"
     # runner: a request over a hard maximum.
     limit_exceeded = "limit_exceeded"
     unsupported_language = "unsupported_language"
+    # ADR-071 (poll): a type that is not a brainstorm, a reveal of a keyless question, an answer
+    # over the question's maxIdeas, and moderation 30 days after close (amendment 2026-10-15).
+    poll_type = "poll_type"
+    poll_keyless = "poll_keyless"
+    answer_invalid = "answer_invalid"
+    poll_frozen = "poll_frozen"
     # AI lesson fixes (seed 003; the tool's FixError statuses, apps/api/src/lib/lessonFix.js).
     finding_gone = "finding_gone"
     no_ai_fix = "no_ai_fix"
@@ -67,8 +78,17 @@ HTTP_STATUS: dict[ErrorCode, int] = {
     ErrorCode.llm_unavailable: 422,
     ErrorCode.question_keyless: 422,
     ErrorCode.fix_stale: 409,
+    # HQ routeContext.ts answers every ReviewRefusal but fix_stale with a 400.
+    ErrorCode.review_unsupported: 400,
+    ErrorCode.no_fix: 400,
+    ErrorCode.no_review: 400,
+    ErrorCode.not_published: 400,
     ErrorCode.limit_exceeded: 422,
     ErrorCode.unsupported_language: 422,
+    ErrorCode.poll_type: 422,
+    ErrorCode.poll_keyless: 422,
+    ErrorCode.answer_invalid: 422,
+    ErrorCode.poll_frozen: 409,
     ErrorCode.finding_gone: 409,
     ErrorCode.no_ai_fix: 400,
     ErrorCode.fix_failed: 422,

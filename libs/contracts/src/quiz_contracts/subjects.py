@@ -13,6 +13,20 @@ RUNNER_RUN = "runner.v1.run"
 # editor-assist (micro service "editor-assist").
 GENERATE_AVAILABILITY = "generate.v1.availability"
 
+# review (ADR-060): JetStream work, not request/reply. Requests go to a work-queue stream
+# (deduplicated by Nats-Msg-Id); each handled request ends in one completed event.
+REVIEW_REQUESTS = "review.v1.requests"
+REVIEW_COMPLETED = "review.v1.completed"
+REVIEW_REQUESTS_STREAM = "REVIEW_REQUESTS"
+REVIEW_EVENTS_STREAM = "REVIEW_EVENTS"
+
+# The platform's question store publishes these on its stream; review consumes them.
+QUESTION_VERSION_PUBLISHED = "questions.v1.version.published"
+QUESTION_VERSION_DELETED = "questions.v1.version.deleted"
+QUESTION_RETIRED = "questions.v1.question.retired"
+QUESTION_DELETED = "questions.v1.question.deleted"
+QUESTIONS_STREAM = "QUESTIONS"
+
 # review / poll / lesson-fix reserve their prefixes here as they land.
 REVIEW_PREFIX = "review.v1"
 POLL_PREFIX = "poll.v1"
@@ -20,3 +34,19 @@ LESSON_FIX_PREFIX = "lesson.v1"
 
 # The micro service names: `$SRV.PING.<name>` answers per service.
 SERVICE_NAMES = ("llm-gateway", "runner", "editor-assist", "review", "poll", "lesson-fix")
+
+# poll (ADR-071 §6): the live tally frames, published per evaluation for the platform's realtime
+# layer. A function, not a constant: the evaluation id is one subject token.
+POLL_TALLY_SUFFIX = "tally"
+
+
+def poll_tally_subject(evaluation_id: str) -> str:
+    """`poll.v1.<evaluation>.tally`; ValueError for an id that is not one plain subject token."""
+    if not evaluation_id or any(c in evaluation_id for c in ".*> \t\r\n"):
+        raise ValueError(f"not a subject token: {evaluation_id!r}")
+    return f"{POLL_PREFIX}.{evaluation_id}.{POLL_TALLY_SUFFIX}"
+
+
+def poll_tally_filter() -> str:
+    """The subscription filter of every poll's frames: `poll.v1.*.tally`."""
+    return f"{POLL_PREFIX}.*.{POLL_TALLY_SUFFIX}"

@@ -17,17 +17,21 @@ from fastapi import APIRouter, FastAPI, Request
 from fastapi.responses import JSONResponse, Response
 from nats import errors as nats_errors
 from nats.aio.client import Client as NATS
+from nats.js import JetStreamContext
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from quiz_contracts.errors import ContractError, ErrorCode
 from quiz_servicekit.auth import JwtVerifier
+from quiz_servicekit.background import BackgroundWork
 from quiz_servicekit.db import create_engine, default_sqlite_url, run_migrations
 from quiz_servicekit.http import ReadyCheck, TelemetryMiddleware, install_error_handlers
+from quiz_servicekit.jetstream import ConsumerSpec, StreamSpec
 from quiz_servicekit.metrics import ServiceMetrics
 from quiz_servicekit.micro import EndpointSpec, MicroService, start_micro_service
 from quiz_servicekit.natsio import connect_nats
+from quiz_servicekit.periodic import PeriodicTask
 from quiz_servicekit.settings import ServiceSettings
 from quiz_servicekit.telemetry import setup_tracing
 
@@ -62,6 +66,7 @@ class ServiceRuntime:
         self._nc: NATS | None = None
         self._engine: AsyncEngine | None = None
         self.micro: MicroService | None = None
+        self.background = BackgroundWork(name, self.metrics)
 
     @property
     def nc(self) -> NATS:
@@ -78,6 +83,38 @@ class ServiceRuntime:
 
     def add_ready_check(self, name: str, check: ReadyCheck) -> None:
         self.ready_checks[name] = check
+
+    @property
+    def js(self) -> JetStreamContext:
+        return self.nc.jetstream()
+
+    def add_stream(self, spec: StreamSpec) -> None:
+        """A stream this service owns, created or updated to `spec` at start-up."""
+        self.background.add_stream(spec)
+
+    def add_consumer(self, spec: ConsumerSpec[Any]) -> None:
+        """A durable pull consumer run from start-up to shutdown (`quiz_servicekit.jetstream`)."""
+        self.background.add_consumer(spec)
+
+    def add_periodic(
+        self,
+        name: str,
+        interval_s: float,
+        fn: Callable[[], Awaitable[object]],
+        *,
+        jitter: float = 0.1,
+        run_at_start: bool = False,
+    ) -> PeriodicTask:
+        """`fn` every `interval_s` s (± jitter × interval) while the service runs."""
+        return self.background.add_periodic(
+            name, interval_s, fn, jitter=jitter, run_at_start=run_at_start
+        )
+
+    async def _start_background(self) -> None:
+        """Consumers and periodic tasks, once NATS is connected and the service is built."""
+        await self.background.start(self.nc)
+        if self.background.has_consumers:
+            self.add_ready_check("consumers", self.background.ready)
 
     async def _nats_ready(self) -> bool:
         return self._nc is not None and self._nc.is_connected
@@ -128,6 +165,7 @@ def create_service_app(
         runtime.add_ready_check("nats", runtime._nats_ready)
         if on_startup is not None:
             await on_startup(runtime)
+        await runtime._start_background()
         runtime.micro = await start_micro_service(
             runtime.nc,
             name=runtime.name,
@@ -142,6 +180,7 @@ def create_service_app(
         try:
             yield
         finally:
+            await runtime.background.stop()
             await runtime.micro.stop()
             if on_shutdown is not None:
                 await on_shutdown(runtime)

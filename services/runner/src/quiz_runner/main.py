@@ -17,6 +17,7 @@ from quiz_runner.sandbox.base import Sandbox, ensure_init, watch_children_with_p
 from quiz_runner.sandbox.bwrap import BwrapSandbox
 from quiz_runner.service import CompileLimits, RunnerService
 from quiz_runner.slots import Slots
+from quiz_runner.uids import UidClaim, claim_uids
 from quiz_servicekit.app import ServiceRuntime, create_service_app, serve
 
 NAME = "runner"
@@ -28,6 +29,8 @@ class _Holder:
     """The service of this process, built in the lifespan once the sandbox is ready."""
 
     service: RunnerService | None = None
+    # Held for the process's life: dropping the claim would close its lock files.
+    uids: UidClaim | None = None
 
     def get(self) -> RunnerService:
         assert self.service is not None, "the runner is built in the lifespan"
@@ -63,6 +66,11 @@ def create_app(settings: RunnerSettings | None = None) -> FastAPI:
 
     async def on_startup(rt: ServiceRuntime) -> None:
         watch_children_with_pidfds()
+        # Claimed before anything runs; UidsUnavailable stops the start-up with its reason.
+        uids = holder.uids = claim_uids(
+            settings.slots, settings.uid_base, settings.uid_range, Path(settings.uid_lock_dir)
+        )
+        log.info("runner: slot uids %s (locks in %s)", uids.uids, uids.lock_dir)
         sandbox = await asyncio.to_thread(build_sandbox, settings)
         holder.service = RunnerService(
             sandbox,
@@ -76,7 +84,7 @@ def create_app(settings: RunnerSettings | None = None) -> FastAPI:
                 processes=settings.compile_processes,
                 output_bytes=settings.compile_output_bytes,
             ),
-            uid_base=settings.uid_base,
+            uids=uids,
             metrics=RunnerMetrics(rt.metrics.registry, rt.metrics.prefix),
         )
         log.info(

@@ -6,6 +6,7 @@ import asyncio
 import math
 import os
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -159,7 +160,7 @@ class RunnerService:
         *,
         tools: Toolchain | None = None,
         compile_limits: CompileLimits | None = None,
-        uid_base: int = 61000,
+        uids: Sequence[int],
         metrics: RunnerMetrics | None = None,
     ) -> None:
         self.sandbox = sandbox
@@ -169,7 +170,10 @@ class RunnerService:
         self.state_dir = state_dir
         self.tools = tools or Toolchain()
         self.compile_limits = compile_limits or CompileLimits()
-        self.uid_base = uid_base
+        if len(uids) < slots.total:
+            raise ValueError(f"{slots.total} slots need as many uids, got {len(uids)}")
+        # One claimed host uid per slot (quiz_runner.uids): the sweep after a job kills its uid.
+        self.uids = list(uids)
 
     def languages(self) -> list[RunLanguage]:
         """Languages whose toolchain this host has."""
@@ -214,7 +218,7 @@ class RunnerService:
         files: dict[str, bytes],
         slot: int,
     ) -> RunReply:
-        uid = self.uid_base + slot
+        uid = self.uids[slot]
         job = await asyncio.to_thread(make_job, self.state_dir, uid, files)
         try:
             plan = build_plan(language, entry, list(files), req.limits.memory_mb, self.tools)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import fcntl
 import os
 import shutil
 import uuid
@@ -15,11 +14,13 @@ from quiz_runner.sandbox.base import Sandbox, ensure_init
 from quiz_runner.sandbox.bwrap import BwrapSandbox
 from quiz_runner.service import RunnerService
 from quiz_runner.slots import Slots
+from quiz_runner.uids import UidClaim, claim_uids
 
-# Slot uids of the tests: apart from a runner that may run on the same host (61000+), and one
-# block of TEST_SLOTS per test session, claimed by a lock, so that two sessions at once (a
-# developer and CI, or the whole-repo run beside this one) never sweep each other's sandboxes.
+# Slot uids of the tests: claimed host-wide like a runner's (quiz_runner.uids), from a range of
+# their own, so two sessions at once (a developer and CI, or `make run` beside the suite) never
+# sweep each other's sandboxes.
 TEST_UID_FIRST = 62000
+TEST_UID_RANGE = 1000
 TEST_SLOTS = 2
 TEST_ROOT = Path("/var/lib/quiz-runner-test")
 
@@ -46,23 +47,19 @@ def uid_processes(uids: range) -> list[tuple[int, int, str]]:
 
 
 @pytest.fixture(scope="session")
-def test_uid_base() -> Iterator[int]:
-    """First slot uid of this session: a free block, held by an exclusive lock for the session."""
-    TEST_ROOT.mkdir(parents=True, exist_ok=True)
-    for block in range(256):
-        base = TEST_UID_FIRST + block * TEST_SLOTS
-        lock = open(TEST_ROOT / f"uids-{base}.lock", "w")
-        try:
-            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            lock.close()
-            continue
-        try:
-            yield base
-        finally:
-            lock.close()
-        return
-    raise RuntimeError("no free block of test uids")
+def test_uids() -> Iterator[UidClaim]:
+    """This session's slot uids, claimed like a runner claims them, held for the session."""
+    claim = claim_uids(TEST_SLOTS, TEST_UID_FIRST, TEST_UID_RANGE)
+    try:
+        yield claim
+    finally:
+        claim.release()
+
+
+@pytest.fixture(scope="session")
+def test_uid_range() -> dict[str, int]:
+    """RunnerSettings fields that make a runner started by a test claim from the tests' range."""
+    return {"uid_base": TEST_UID_FIRST, "uid_range": TEST_UID_RANGE}
 
 
 @pytest.fixture(scope="session")
@@ -104,19 +101,19 @@ def backend(request: pytest.FixtureRequest, init_path: Path) -> Sandbox:
 
 
 @pytest.fixture(scope="session")
-def runner(backend: Sandbox, state_dir: Path, test_uid_base: int) -> RunnerService:
+def runner(backend: Sandbox, state_dir: Path, test_uids: UidClaim) -> RunnerService:
     """A RunnerService over the backend with this session's slot uids."""
     return RunnerService(
         backend,
         Slots(TEST_SLOTS, retry_after_s=0.5),
         state_dir,
-        uid_base=test_uid_base,
+        uids=test_uids,
     )
 
 
 @pytest.fixture
-def no_leftovers(test_uid_base: int) -> Iterator[None]:
+def no_leftovers(test_uids: UidClaim) -> Iterator[None]:
     """Assert that no process of this session's slot uids outlives the test."""
     yield
-    left = uid_processes(range(test_uid_base, test_uid_base + TEST_SLOTS))
+    left = [p for uid in test_uids for p in uid_processes(range(uid, uid + 1))]
     assert left == [], f"processes left running: {left}"

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import subprocess
+import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -16,6 +19,7 @@ from quiz_contracts.errors import ContractError, ErrorCode
 from quiz_contracts.runner import RunCase, RunFile, RunLimits, RunReply, RunRequest
 from quiz_runner.config import RunnerSettings
 from quiz_runner.main import create_app
+from quiz_runner.uids import claim_uids
 from quiz_servicekit.natsio import request
 from quiz_testkit.jwt_keys import SigningKeys
 from quiz_testkit.serving import serve_app
@@ -34,14 +38,14 @@ def py_request(source: str, *cases: RunCase) -> RunRequest:
 
 @pytest.fixture
 async def runner_url(
-    nats_url: str, state_dir: Path, test_uid_base: int, signing_keys: SigningKeys
+    nats_url: str, state_dir: Path, signing_keys: SigningKeys, test_uid_range: dict[str, int]
 ) -> AsyncIterator[str]:
     settings = RunnerSettings(
         nats_url=nats_url,
         jwks_file=str(signing_keys.jwks_path),
         state_dir=str(state_dir / "service"),
         slots=1,
-        uid_base=test_uid_base,
+        **test_uid_range,  # its own claim, from the tests' range
         busy_retry_after_s=0.75,
     )
     async with serve_app(create_app(settings), settings) as url:
@@ -121,3 +125,34 @@ async def test_listed_by_srv_ping(runner_url: str, nc: NATS) -> None:
     info = json.loads(msg.data)
     assert info["name"] == "runner"
     assert [e["subject"] for e in info["endpoints"]] == [subjects.RUNNER_RUN]
+
+
+def test_a_runner_whose_uids_are_taken_refuses_to_start(
+    nats_url: str, state_dir: Path, signing_keys: SigningKeys, tmp_path: Path
+) -> None:
+    """Two runners on one host: the second finds the range claimed and says so, then exits."""
+    first = 1_900_000_100
+    held = claim_uids(1, first, 1, tmp_path)  # the other runner's claim
+    env = {
+        **os.environ,
+        "NATS_URL": nats_url,
+        "JWKS_FILE": str(signing_keys.jwks_path),
+        "RUNNER_STATE_DIR": str(state_dir / "refused"),
+        "RUNNER_SLOTS": "1",
+        "RUNNER_UID_BASE": str(first),
+        "RUNNER_UID_RANGE": "1",
+        "RUNNER_UID_LOCK_DIR": str(tmp_path),
+    }
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "quiz_runner.main"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    finally:
+        held.release()
+    assert done.returncode != 0
+    assert f"need 1 free slot uids in {first}..{first}" in done.stderr
+    assert "1 claimed by another runner" in done.stderr

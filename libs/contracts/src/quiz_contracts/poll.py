@@ -1,0 +1,410 @@
+"""The brainstorm poll (ADR-071 with the folded ADR-072): wire models in the platform's JSON shapes.
+
+Field names are camelCase on the wire, as the platform's contracts have them
+(`packages/contracts/src/poll.ts` of heig-tin-info/heig-quiz: `PollTally`, `PollIdeaBoard`,
+`PollIdeaAction`, `PollRevealBody`, `PollSettings`; `PollTallyEvent` of its realtime contract;
+the answer of `packages/qt-brainstorm/src/schema.ts`; the columns of `poll_idea_marks` and
+`poll_ai_runs` in `apps/api/src/db/poll.ts`). Python code reads the snake_case attributes;
+`model_dump()`/`model_dump_json()` write camelCase without any flag.
+
+Four groups:
+- what the room and the teacher read: `PollTally` (the cloud, `ideas`, and `pending`),
+  `PollIdeaBoard` (staff only), the live `PollTallyFrame`;
+- what the teacher writes: `PollIdeaAction` (POST …/poll/ideas), `PollRevealBody` (the switches);
+- what a participant writes: `BrainstormAnswer` (`{ideas: string[]}`);
+- the edge with the platform's poll (ADR-014 sessions are the platform's): `BrainstormOpen`
+  (open, and "run again" with `againOf`), `BrainstormClose`, `PollParticipant` (from the JWT
+  grant), `PollJoin` and `MaskedPerson` (the roster and the joined accounts, for masking);
+  and the AI run state of `poll_ai_runs` (`PollAiRun`).
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+from enum import StrEnum
+from typing import Annotated, Literal
+
+from pydantic import ConfigDict, Field, StringConstraints, model_validator
+from pydantic.alias_generators import to_camel
+
+from quiz_contracts.base import WireModel
+
+# --- Limits (heig-quiz `packages/domain/src/brainstorm.ts`, `packages/contracts/src/poll.ts`) ---
+
+IDEA_MAX_CHARS = 60  # one idea, after trimming (BRAINSTORM_IDEA_MAX)
+MAX_IDEAS_LIMIT = 10  # the most a question may allow (BRAINSTORM_MAX_IDEAS)
+DEFAULT_MAX_IDEAS = 5
+CLOUD_CAP = 60  # bubbles in a cloud (BRAINSTORM_CLOUD_CAP)
+IDEA_LABEL_MAX = 60  # a teacher's cluster label (POLL_IDEA_LABEL_MAX)
+IDEA_KEY_MAX = 200  # an idea key in an action body
+ACTION_KEYS_MAX = 500  # keys in one action body
+
+
+class CamelModel(WireModel):
+    """A wire model whose JSON names are camelCase, read by either name."""
+
+    model_config = ConfigDict(
+        extra="ignore",
+        alias_generator=to_camel,
+        validate_by_name=True,
+        validate_by_alias=True,
+        serialize_by_alias=True,
+        frozen=True,
+    )
+
+
+# --- The participant's answer -----------------------------------------------------------------
+
+Idea = Annotated[
+    str, StringConstraints(strip_whitespace=True, min_length=1, max_length=IDEA_MAX_CHARS)
+]
+
+
+class BrainstormAnswer(CamelModel):
+    """`{ideas: string[]}`: the whole answer, sent by the phone on every Add and Remove (§8).
+
+    Each idea is trimmed and 1–60 characters (code points; the platform's input counts UTF-16
+    units, so it never sends more). At most 10 here; the question's `maxIdeas` is checked by
+    the service (422 `answer_invalid`), as the platform's `answerMisfit` does.
+    """
+
+    ideas: list[Idea] = Field(max_length=MAX_IDEAS_LIMIT)
+
+
+# --- Marks: the teacher's (or the model's) word on an idea, keyed by idea key -------------------
+
+MarkStatus = Literal["approved", "hidden"]
+MarkSource = Literal["teacher", "ai"]
+IdeaStatus = Literal["pending", "approved", "hidden"]
+
+
+class IdeaMark(CamelModel):
+    """One row of `poll_idea_marks` (ADR-071 §3), keyed by (evaluation, idea key), never attempt.
+
+    `status` null means not moderated yet. `label` is only ever written by a teacher; the
+    model writes `correction`. Any teacher action makes `source` "teacher" for good.
+    """
+
+    key: str = Field(min_length=1, max_length=IDEA_KEY_MAX)
+    status: MarkStatus | None = None
+    merged_into: str | None = Field(default=None, min_length=1, max_length=IDEA_KEY_MAX)
+    label: str | None = Field(default=None, max_length=IDEA_LABEL_MAX)
+    correction: str | None = Field(default=None, max_length=IDEA_MAX_CHARS)
+    source: MarkSource = "teacher"
+
+
+# --- What the room reads: the tally and its cloud ----------------------------------------------
+
+
+class PollBubble(CamelModel):
+    """One bubble of the cloud: a cluster with at least one visible idea (ADR-071 §5).
+
+    `key` is the smallest key among the cluster's VISIBLE ideas (never the head's); `label`
+    the teacher's, else the shown text (correction, else typed text) of the cluster's first
+    visible variant; `count` the participants with a visible idea in the cluster.
+    """
+
+    key: str
+    label: str
+    count: int = Field(ge=0)
+
+
+class PollChoiceCount(CamelModel):
+    """`mcq` tallies (not the brainstorm's): one entry per canonical choice index."""
+
+    index: int
+    count: int
+
+
+class PollAnswerCount(CamelModel):
+    """`short` tallies (not the brainstorm's): a distinct answer and its count."""
+
+    text: str
+    count: int
+
+
+class PollTally(CamelModel):
+    """The aggregate of one poll (platform `PollTally`); for a brainstorm `ideas` is the cloud.
+
+    `pending` counts the ideas awaiting moderation and is 0 in the public view (the phones).
+    `choices` and `answers` belong to the other poll types and stay empty here.
+    """
+
+    joined: int = Field(ge=0, description="Attempts opened (accounts and guests).")
+    answered: int = Field(ge=0, description="Attempts holding at least one idea.")
+    choices: list[PollChoiceCount] = Field(default_factory=list)
+    answers: list[PollAnswerCount] = Field(default_factory=list)
+    ideas: list[PollBubble] = Field(default_factory=list, max_length=CLOUD_CAP)
+    pending: int = Field(ge=0)
+
+
+class PollSharedIdea(CamelModel):
+    """One line of the phones' shared list of visible ideas (ADR-071 §7, §11): no count."""
+
+    key: str
+    label: str
+
+
+Audience = Literal["wall", "phone"]
+
+
+class PollTallyFrame(CamelModel):
+    """A live frame, on SSE and on NATS `poll.v1.<evaluation>.tally` (platform `poll.tally`).
+
+    Every frame carries the whole view, never a delta: `seq` grows by one per frame of a poll
+    (the SSE id), so a client reconnecting with an older Last-Event-ID is sent the latest frame.
+    - `wall` (the teacher's projection): `tally` with the cloud while "show votes" is on, with
+      no idea at all while it is off (the wall keeps the question alone); `pending` is real.
+    - `phone` (participants): `tally` only while "show votes" is on, `pending` 0; `sharedList`
+      always: the visible ideas as a list, without counts.
+    """
+
+    v: Literal[1] = 1
+    type: Literal["poll.tally"] = "poll.tally"
+    evaluation_id: str
+    seq: int = Field(ge=1)
+    audience: Audience
+    tally: PollTally | None
+    shared_list: list[PollSharedIdea] | None = None
+    server_now: datetime
+
+
+# --- The teacher's board (staff only) ----------------------------------------------------------
+
+
+class PollIdeaVariant(CamelModel):
+    """One idea key on the board: its first typed spelling, correction, source, count, status."""
+
+    key: str
+    text: str = Field(description="As the participant typed it (the first spelling met).")
+    correction: str | None = Field(description="The model's corrected form; the room reads it.")
+    ai: bool = Field(description="The decision on it is the model's (source ai).")
+    count: int = Field(ge=0)
+    status: IdeaStatus
+
+
+class PollIdeaCluster(CamelModel):
+    """Ideas grouped by the merges: headed by the end of the `mergedInto` chain."""
+
+    key: str = Field(description="The head's idea key.")
+    label: str
+    renamed: bool
+    count: int = Field(ge=0, description="Participants with a VISIBLE idea in the cluster.")
+    total: int = Field(ge=0, description="Participants with any idea in the cluster.")
+    variants: list[PollIdeaVariant]
+
+
+class PollAiError(StrEnum):
+    """Why the AI assistance stopped judging, as the platform's board shows it (PollAiError).
+
+    The platform's LLM vocabulary (`LLM_ERROR_CODES`) plus `run_cap`; the gateway's own codes
+    map onto it (`quiz_poll.domain.ai_run.board_error`).
+    """
+
+    not_configured = "not_configured"
+    key_unreadable = "key_unreadable"
+    budget_exhausted = "budget_exhausted"
+    auth_failed = "auth_failed"
+    rate_limited = "rate_limited"
+    refused = "refused"
+    invalid_output = "invalid_output"
+    timeout = "timeout"
+    provider_error = "provider_error"
+    run_cap = "run_cap"
+
+
+class PollAiState(CamelModel):
+    """The board's AI line: a model can be called, the switch, the last failure."""
+
+    available: bool
+    on: bool
+    error: PollAiError | None
+
+
+class PollIdeaBoard(CamelModel):
+    """`GET /app/api/evaluations/:id/poll/ideas`: every idea, hidden and unmoderated included.
+
+    Staff only: it never reaches a phone or the wall. Also the answer of POST …/poll/ideas.
+    """
+
+    moderation: bool
+    ai: PollAiState
+    answered: int = Field(ge=0)
+    pending: int = Field(ge=0)
+    clusters: list[PollIdeaCluster]
+
+
+# --- What the teacher writes --------------------------------------------------------------------
+
+IdeaKeyField = Annotated[str, StringConstraints(min_length=1, max_length=IDEA_KEY_MAX)]
+Keys = Annotated[list[IdeaKeyField], Field(min_length=1, max_length=ACTION_KEYS_MAX)]
+
+
+class StatusAction(CamelModel):
+    """approve, hide, or reset (back to unmoderated) each key."""
+
+    action: Literal["approve", "hide", "reset"]
+    keys: Keys
+
+
+class MergeAction(CamelModel):
+    """Put the clusters of `keys` under the cluster of `into`."""
+
+    action: Literal["merge"]
+    keys: Keys
+    into: IdeaKeyField
+
+
+class DetachAction(CamelModel):
+    """Take ideas out of their cluster."""
+
+    action: Literal["detach"]
+    keys: Keys
+
+
+class RenameAction(CamelModel):
+    """Name the cluster of `key`; null or blank drops the name."""
+
+    action: Literal["rename"]
+    key: IdeaKeyField
+    label: Annotated[str, StringConstraints(strip_whitespace=True, max_length=IDEA_LABEL_MAX)] | (
+        None
+    )
+
+
+PollIdeaAction = Annotated[
+    StatusAction | MergeAction | DetachAction | RenameAction, Field(discriminator="action")
+]
+
+
+class PollSettings(CamelModel):
+    """The poll's switches as the views carry them (platform `PollSettings`).
+
+    `anonymous` is derived from the audience. `moderation` defaults to ON for an anonymous
+    poll and OFF for a classroom's (ADR-071 §4); `ai` is off by default (ADR-072 §1).
+    """
+
+    anonymous: bool
+    revealed: bool = False
+    votes: bool = False
+    moderation: bool = False
+    ai: bool = False
+
+
+class PollRevealBody(CamelModel):
+    """`POST …/poll/reveal`: the display switches; an omitted one stays; naming none is refused."""
+
+    revealed: bool | None = None
+    votes: bool | None = None
+    moderation: bool | None = None
+    ai: bool | None = None
+
+    @model_validator(mode="after")
+    def _names_a_switch(self) -> PollRevealBody:
+        if all(v is None for v in (self.revealed, self.votes, self.moderation, self.ai)):
+            raise ValueError("name at least one of `revealed`, `votes`, `moderation` and `ai`")
+        return self
+
+
+# --- The edge with the platform's poll (ADR-014 sessions stay the platform's) -------------------
+
+_EVALUATION_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+EvaluationId = Annotated[str, StringConstraints(pattern=_EVALUATION_ID.pattern)]
+
+
+class AnonymousAudience(CamelModel):
+    """Anyone with the code; guests answer without an account."""
+
+    kind: Literal["anonymous"]
+
+
+class ClassroomAudience(CamelModel):
+    """The classroom's roster and staff, signed in."""
+
+    kind: Literal["classroom"]
+    classroom_id: str
+
+
+PollAudience = Annotated[AnonymousAudience | ClassroomAudience, Field(discriminator="kind")]
+
+
+class MaskedPerson(CamelModel):
+    """A person the poll knows, whose name and e-mail never leave for the model (§14)."""
+
+    given_name: str = Field(default="", max_length=200)
+    family_name: str = Field(default="", max_length=200)
+    email: str = Field(default="", max_length=320)
+
+
+class BrainstormQuestion(CamelModel):
+    """The brainstorm config as the poll runs it: prompt and maxIdeas (qt-brainstorm schema)."""
+
+    prompt: str = Field(min_length=1, max_length=20_000)
+    max_ideas: int = Field(default=DEFAULT_MAX_IDEAS, ge=1, le=MAX_IDEAS_LIMIT)
+
+
+class BrainstormOpen(CamelModel):
+    """The platform opened a brainstorm for an evaluation (or ran one again: `againOf`).
+
+    A run again is a new evaluation and starts with no mark, no answer and AI off (ADR-071 §3).
+    `teacherId` runs the poll and is billed for its AI calls (ADR-072 §12).
+    """
+
+    evaluation_id: EvaluationId
+    again_of: EvaluationId | None = None
+    teacher_id: str = Field(min_length=1, max_length=200)
+    audience: PollAudience
+    question: BrainstormQuestion
+    roster: list[MaskedPerson] = Field(
+        default_factory=list, description="A classroom's roster; empty for an anonymous poll."
+    )
+    opened_at: datetime
+
+
+class BrainstormClose(CamelModel):
+    """The platform's End: no answer after this; 30 days later the poll freezes."""
+
+    evaluation_id: EvaluationId
+    closed_at: datetime
+
+
+class PollParticipant(CamelModel):
+    """Who answers, from the platform's JWT grant: the attempt, and a guest or an account."""
+
+    attempt_id: str = Field(min_length=1, max_length=200)
+    kind: Literal["guest", "account"]
+    user_id: str | None = Field(default=None, max_length=200)
+
+    @model_validator(mode="after")
+    def _account_has_user(self) -> PollParticipant:
+        if (self.kind == "account") != (self.user_id is not None):
+            raise ValueError("an account has a userId and a guest has none")
+        return self
+
+
+class PollJoin(CamelModel):
+    """A participant joined (an attempt opened); an account brings its name, for masking."""
+
+    evaluation_id: EvaluationId
+    participant: PollParticipant
+    person: MaskedPerson | None = None
+
+
+# --- The AI run state (`poll_ai_runs`) ----------------------------------------------------------
+
+
+class PollAiRun(CamelModel):
+    """One poll's AI passes: the lease, the heartbeat, the call count and the last failure.
+
+    `leaseAt` is held by the one pass that may run (it names the pass: a job whose lease is no
+    longer the row's does nothing); `heartbeatAt` moves at every batch; `errorAt` dates
+    `error` for the 30 s cool-down (ADR-072 §13).
+    """
+
+    evaluation_id: EvaluationId
+    lease_at: datetime | None = None
+    heartbeat_at: datetime | None = None
+    calls: int = Field(default=0, ge=0)
+    error: PollAiError | None = None
+    error_at: datetime | None = None

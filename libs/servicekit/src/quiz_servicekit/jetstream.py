@@ -1,0 +1,689 @@
+"""JetStream kit: declared streams and durable pull consumers, at-least-once work, dead letters.
+
+A service declares what it consumes next to its endpoints (`consumers.py`):
+
+    runtime.add_stream(StreamSpec("REVIEW", ("review.v1.requests",)))
+    runtime.add_consumer(ConsumerSpec("review-worker", "REVIEW", ReviewRequest, handle_review))
+
+At start-up every stream and consumer is created, or updated to the declared config; a change
+the server cannot apply (retention, storage, deliver policy…) stops the start with a
+`JetStreamConfigError` that names the fields. Each consumer is a durable pull consumer with
+explicit acks, `max_deliver` and `ack_wait`; a worker fetches while it has free slots
+(`max_in_flight` messages at once) and hands each message to its own task, which:
+
+- decodes the payload into the consumer's pydantic model: a payload that does not decode is
+  dead-lettered and terminated at once (no retry can fix it);
+- calls `handler(model, delivery)`, sending in-progress acks every `ack_wait_s / 3` so long work
+  is not redelivered; `timeout_s` bounds the work;
+- returns → ack; raises `PermanentError` (or a ContractError whose code is in
+  `permanent_codes`) → dead letter + terminate; raises anything else → nak with a delay from
+  `nak_delays_s` (or the error's `retry_after_s`), and on the last delivery `max_deliver`
+  allows → dead letter + terminate.
+
+Delivery is at least once: a handler must be idempotent, keyed by a business id. Dead letters:
+`quiz_servicekit.dead_letters`. Trace context travels in the message headers: `publish()` makes
+a PRODUCER span and injects it, the worker makes a CONSUMER span from it.
+
+Metrics (prefix `quiz_<service>_`):
+- `consumer_messages_total{consumer,outcome}`: outcome `ok`, `retry`, `invalid`, `permanent`,
+  `exhausted` or `interrupted` (nak'ed at shutdown)
+- `consumer_message_duration_seconds{consumer}` and `consumer_messages_in_flight{consumer}`
+- `dead_letters_total{consumer,reason}`: dead letters written by this service
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import datetime as dt
+import logging
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any, Generic, Literal, TypeVar
+
+from nats.aio.client import Client as NATS
+from nats.aio.msg import Msg
+from nats.errors import ConnectionClosedError
+from nats.js import JetStreamContext, api
+from nats.js.errors import APIError, NoStreamResponseError
+from opentelemetry import trace
+from opentelemetry.trace import SpanKind, Status, StatusCode
+from prometheus_client import Counter, Gauge, Histogram
+from pydantic import BaseModel, ValidationError
+
+from quiz_contracts.errors import ContractError, ErrorCode
+from quiz_servicekit.dead_letters import (
+    ADVISORY_STREAM,
+    ConsumerAdvisory,
+    DeadLetterReason,
+    advisory_stream_config,
+    advisory_subjects,
+    dead_letter_stream_config,
+    forward_advisory,
+    write_dead_letter,
+)
+from quiz_servicekit.metrics import LATENCY_BUCKETS, ServiceMetrics
+from quiz_servicekit.telemetry import extract_context, inject_headers
+
+log = logging.getLogger(__name__)
+M = TypeVar("M", bound=BaseModel)
+DAY_S = 86_400.0
+# JetStream API error: "stream name already in use with a different configuration".
+_STREAM_EXISTS_OTHERWISE = 10058
+# Handler durations: consumers do slow work (model calls), so the buckets reach minutes.
+WORK_BUCKETS = (*LATENCY_BUCKETS, 120, 300, 600)
+
+
+class JetStreamConfigError(RuntimeError):
+    """A declared stream or consumer cannot be created or brought to its declared config."""
+
+
+@dataclass(frozen=True)
+class StreamSpec:
+    """A stream a service owns: name, subjects and limits, declared idempotently at start-up."""
+
+    name: str
+    subjects: tuple[str, ...]
+    # workqueue: each message goes to one consumer and leaves on ack (requests, jobs);
+    # interest: kept until every consumer acks (events several services read); limits: a log.
+    retention: Literal["workqueue", "interest", "limits"] = "workqueue"
+    max_age_s: float = 7 * DAY_S
+    # Publishes with the same Nats-Msg-Id inside this window are stored once.
+    duplicate_window_s: float = 120.0
+    max_msg_size: int = 1 << 20
+    storage: Literal["file", "memory"] = "file"
+    replicas: int = 1
+    description: str = ""
+
+    def to_config(self) -> api.StreamConfig:
+        return api.StreamConfig(
+            name=self.name,
+            description=self.description or None,
+            subjects=list(self.subjects),
+            retention=api.RetentionPolicy(self.retention),
+            storage=api.StorageType(self.storage),
+            max_age=self.max_age_s,
+            duplicate_window=self.duplicate_window_s,
+            max_msg_size=self.max_msg_size,
+            num_replicas=self.replicas,
+        )
+
+
+class PermanentError(ContractError):
+    """A failure no retry can fix: the message is dead-lettered and terminated, not redelivered."""
+
+
+@dataclass(frozen=True)
+class Delivery:
+    """What a consumer handler may know of a message besides its payload."""
+
+    subject: str
+    stream: str
+    consumer: str
+    stream_seq: int
+    num_delivered: int  # 1 on the first delivery
+    max_deliver: int
+    msg_id: str | None  # the publisher's Nats-Msg-Id
+    published_at: dt.datetime
+    headers: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def redelivered(self) -> bool:
+        return self.num_delivered > 1
+
+    @property
+    def last_attempt(self) -> bool:
+        """True when a failure now dead-letters the message instead of retrying it."""
+        return self.num_delivered >= self.max_deliver
+
+
+ConsumerHandler = Callable[[M, Delivery], Awaitable[None]]
+
+
+@dataclass(frozen=True)
+class ConsumerSpec(Generic[M]):
+    """A durable pull consumer on `stream` whose messages decode into `model` for `handler`."""
+
+    name: str
+    stream: str
+    model: type[M]
+    handler: ConsumerHandler[M]
+    # Subjects of the stream this consumer reads; empty reads the whole stream.
+    filter_subjects: tuple[str, ...] = ()
+    ack_wait_s: float = 30.0
+    max_deliver: int = 5
+    # Messages handled at once by one replica.
+    max_in_flight: int = 8
+    # Unacked messages across all replicas (the server's max_ack_pending); None: server default.
+    max_ack_pending: int | None = None
+    # Delay before redelivery after the n-th failed delivery (the last one repeats).
+    nak_delays_s: tuple[float, ...] = (1.0, 5.0, 30.0, 120.0)
+    # Contract errors with these codes are permanent, like PermanentError.
+    permanent_codes: frozenset[ErrorCode] = frozenset({ErrorCode.invalid_request})
+    # In-progress acks every ack_wait_s / 3 while the handler works.
+    in_progress_acks: bool = True
+    # Work longer than this is cancelled and counts as a failed delivery; None: no bound.
+    timeout_s: float | None = 600.0
+    # How long one pull request waits for a message; also bounds how long stop() waits for it.
+    fetch_timeout_s: float = 2.0
+    description: str = ""
+
+    def __post_init__(self) -> None:
+        if self.max_deliver < 1:
+            raise ValueError(f"consumer {self.name}: max_deliver must be >= 1")
+        if self.ack_wait_s <= 0 or self.max_in_flight < 1 or not self.nak_delays_s:
+            raise ValueError(
+                f"consumer {self.name}: ack_wait_s > 0, max_in_flight >= 1 and at least one "
+                "nak delay are required"
+            )
+
+    def to_config(self) -> api.ConsumerConfig:
+        one = len(self.filter_subjects) == 1
+        return api.ConsumerConfig(
+            name=self.name,
+            durable_name=self.name,
+            description=self.description or None,
+            deliver_policy=api.DeliverPolicy.ALL,
+            ack_policy=api.AckPolicy.EXPLICIT,
+            ack_wait=self.ack_wait_s,
+            max_deliver=self.max_deliver,
+            max_ack_pending=self.max_ack_pending,
+            filter_subject=self.filter_subjects[0] if one else None,
+            filter_subjects=list(self.filter_subjects) if len(self.filter_subjects) > 1 else None,
+        )
+
+    def nak_delay(self, num_delivered: int) -> float:
+        return self.nak_delays_s[min(num_delivered, len(self.nak_delays_s)) - 1]
+
+
+def _differences(declared: api.Base, existing: api.Base) -> list[str]:
+    """`field: existing → declared` for every field the declaration sets to another value."""
+    out = []
+    for name, want in vars(declared).items():
+        have = getattr(existing, name, None)
+        if want is None or name == "name":
+            continue
+        if isinstance(want, float) and isinstance(have, int | float) and abs(want - have) < 1e-6:
+            continue
+        if want != have:
+            out.append(f"{name}: {_plain(have)} → {_plain(want)}")
+    return out
+
+
+def _plain(value: object) -> str:
+    return repr(value.value if isinstance(value, Enum) else value)
+
+
+async def ensure_stream(
+    js: JetStreamContext, spec: StreamSpec | api.StreamConfig
+) -> api.StreamInfo:
+    """Create the stream or update it to the declared config; JetStreamConfigError if impossible."""
+    config = spec.to_config() if isinstance(spec, StreamSpec) else spec
+    name = config.name
+    try:
+        return await js.add_stream(config)
+    except APIError as e:
+        if e.err_code != _STREAM_EXISTS_OTHERWISE:
+            raise JetStreamConfigError(f"stream {name}: {e.description}") from e
+    existing = await js.stream_info(str(name))
+    changes = _differences(config, existing.config)
+    try:
+        info = await js.update_stream(config)
+    except APIError as e:
+        raise JetStreamConfigError(
+            f"stream {name} exists with a config the server cannot change to the declared one "
+            f"({e.description}; {'; '.join(changes) or 'no field differs'}). Change the "
+            "declaration back, or migrate the stream by hand (docs/jetstream.md)."
+        ) from e
+    log.info("stream %s updated to its declared config: %s", name, "; ".join(changes))
+    return info
+
+
+async def ensure_consumer(
+    js: JetStreamContext, stream: str, config: api.ConsumerConfig
+) -> api.ConsumerInfo:
+    """Create the durable consumer or update it to `config`; JetStreamConfigError if impossible."""
+    try:
+        return await js.add_consumer(stream, config)
+    except APIError as e:
+        try:
+            existing = await js.consumer_info(stream, str(config.durable_name))
+            changes = "; ".join(_differences(config, existing.config)) or "no field differs"
+        except APIError:
+            changes = "it does not exist yet"
+        raise JetStreamConfigError(
+            f"consumer {config.durable_name} on stream {stream}: {e.description} ({changes}). "
+            "Change the declaration back, or delete the consumer by hand (docs/jetstream.md)."
+        ) from e
+
+
+async def publish(
+    js: JetStreamContext,
+    subject: str,
+    payload: BaseModel,
+    *,
+    msg_id: str,
+    headers: Mapping[str, str] | None = None,
+    stream: str | None = None,
+    timeout_s: float = 5.0,
+) -> api.PubAck:
+    """Publish `payload` to a stream with `Nats-Msg-Id: msg_id` (a business id) and trace headers.
+
+    A second publish of the same id inside the stream's duplicate window is stored once; the
+    returned PubAck then has `duplicate=True`. No stream on the subject → ContractError
+    `unavailable`; no answer within `timeout_s` → `timeout`.
+    """
+    tracer = trace.get_tracer("quiz_servicekit.jetstream")
+    with tracer.start_as_current_span(
+        f"send {subject}",
+        kind=SpanKind.PRODUCER,
+        attributes={
+            "messaging.system": "nats",
+            "messaging.destination.name": subject,
+            "messaging.message.id": msg_id,
+        },
+    ) as span:
+        out = inject_headers(dict(headers or {}))
+        out[api.Header.MSG_ID.value] = msg_id
+        try:
+            ack = await js.publish(
+                subject,
+                payload.model_dump_json().encode(),
+                timeout=timeout_s,
+                stream=stream,
+                headers=out,
+            )
+        except NoStreamResponseError as e:
+            span.set_status(Status(StatusCode.ERROR, "no stream"))
+            raise ContractError(ErrorCode.unavailable, f"no stream stores {subject}") from e
+        except TimeoutError as e:
+            span.set_status(Status(StatusCode.ERROR, "timeout"))
+            raise ContractError(
+                ErrorCode.timeout, f"JetStream did not acknowledge {subject} in {timeout_s:g} s"
+            ) from e
+        except APIError as e:
+            span.set_status(Status(StatusCode.ERROR, str(e.description)))
+            raise ContractError(ErrorCode.unavailable, f"{subject}: {e.description}") from e
+        span.set_attribute("messaging.nats.duplicate", bool(ack.duplicate))
+        return ack
+
+
+class ConsumerMetrics:
+    """RED metrics of a service's JetStream consumers (see the module docstring)."""
+
+    def __init__(self, metrics: ServiceMetrics) -> None:
+        p, r = metrics.prefix, metrics.registry
+        self.messages = Counter(
+            f"{p}_consumer_messages_total",
+            "JetStream messages handled, by consumer and outcome.",
+            ["consumer", "outcome"],
+            registry=r,
+        )
+        self.duration = Histogram(
+            f"{p}_consumer_message_duration_seconds",
+            "Time from a message's delivery to its ack, nak or term, by consumer.",
+            ["consumer"],
+            buckets=WORK_BUCKETS,
+            registry=r,
+        )
+        self.in_flight = Gauge(
+            f"{p}_consumer_messages_in_flight",
+            "JetStream messages being handled now, by consumer.",
+            ["consumer"],
+            registry=r,
+        )
+        self.dead_letters = Counter(
+            f"{p}_dead_letters_total",
+            "Dead letters written by this service, by consumer and reason.",
+            ["consumer", "reason"],
+            registry=r,
+        )
+
+
+def _describe(e: ValidationError) -> str:
+    first = e.errors()[0] if e.errors() else {"loc": (), "msg": str(e)}
+    where = ".".join(str(p) for p in first.get("loc", ())) or "payload"
+    return f"payload is not a valid message: {where}: {first.get('msg', 'invalid')}"
+
+
+class ConsumerWorker(Generic[M]):
+    """Runs one ConsumerSpec: the fetch loop, one task per message, graceful stop."""
+
+    def __init__(
+        self,
+        nc: NATS,
+        spec: ConsumerSpec[M],
+        metrics: ConsumerMetrics,
+        *,
+        tracer: trace.Tracer | None = None,
+    ) -> None:
+        self.spec = spec
+        self._nc = nc
+        self._js = nc.jetstream()
+        self._metrics = metrics
+        self._tracer = tracer or trace.get_tracer("quiz_servicekit.jetstream")
+        self._slots = asyncio.Semaphore(spec.max_in_flight)
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._sub: JetStreamContext.PullSubscription | None = None
+        self._loop: asyncio.Task[None] | None = None
+        self._stopping = False
+        self._healthy = False
+
+    async def start(self) -> None:
+        """Declare the consumer and start fetching."""
+        await ensure_consumer(self._js, self.spec.stream, self.spec.to_config())
+        self._sub = await self._js.pull_subscribe_bind(self.spec.name, stream=self.spec.stream)
+        self._healthy = True
+        self._loop = asyncio.create_task(self._fetch_loop(), name=f"consumer:{self.spec.name}")
+
+    def ready(self) -> bool:
+        """Fetching, and the last pull request did not fail."""
+        return (
+            not self._stopping
+            and self._loop is not None
+            and not self._loop.done()
+            and self._healthy
+            and self._nc.is_connected
+        )
+
+    @property
+    def in_flight(self) -> int:
+        return len(self._tasks)
+
+    async def stop(self, grace_s: float = 10.0) -> None:
+        """Stop fetching, give in-flight work `grace_s` to finish, nak what is left."""
+        self._stopping = True
+        deadline = time.monotonic() + grace_s
+        if self._loop is not None and not self._loop.done():
+            # The pull request in progress ends within fetch_timeout_s: waiting for it means no
+            # message is delivered to an inbox nobody reads (it would wait out ack_wait).
+            await asyncio.wait({self._loop}, timeout=min(grace_s, self.spec.fetch_timeout_s + 1))
+            self._loop.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._loop
+        if self._tasks:
+            _, pending = await asyncio.wait(
+                set(self._tasks), timeout=max(0.0, deadline - time.monotonic())
+            )
+            for task in pending:
+                task.cancel()
+            await asyncio.gather(*pending, return_exceptions=True)
+        if self._sub is not None:
+            with contextlib.suppress(Exception):
+                await self._sub.unsubscribe()
+
+    async def _fetch_loop(self) -> None:
+        assert self._sub is not None
+        failures = 0
+        while not self._stopping:
+            await self._slots.acquire()
+            msgs: list[Msg] = []
+            try:
+                # One message per pull: nats-py's batched fetch holds the first message until
+                # the batch fills or the request expires, which would delay it by seconds.
+                msgs = await self._sub.fetch(1, timeout=self.spec.fetch_timeout_s)
+                self._healthy, failures = True, 0
+            except TimeoutError:
+                self._healthy, failures = True, 0
+            except ConnectionClosedError:
+                self._slots.release()
+                return
+            except Exception as e:
+                failures += 1
+                self._healthy = False
+                log.warning("consumer %s: pull failed (%s); retrying", self.spec.name, e)
+                await asyncio.sleep(min(10.0, 0.5 * 2**failures))
+                await self._redeclare()
+            if not msgs:
+                self._slots.release()
+                continue
+            for msg in msgs:
+                if self._stopping:
+                    # Fetched while stopping: hand it back at once rather than start work.
+                    with contextlib.suppress(Exception):
+                        await msg.nak()
+                    self._metrics.messages.labels(self.spec.name, "interrupted").inc()
+                    self._slots.release()
+                    continue
+                task = asyncio.create_task(self._handle(msg))
+                self._tasks.add(task)
+                task.add_done_callback(self._tasks.discard)
+
+    async def _redeclare(self) -> None:
+        """The consumer may have been deleted by hand: declare it again."""
+        try:
+            await ensure_consumer(self._js, self.spec.stream, self.spec.to_config())
+        except Exception as e:
+            log.warning("consumer %s: could not declare it again: %s", self.spec.name, e)
+
+    def _delivery(self, msg: Msg) -> Delivery:
+        meta = msg.metadata
+        headers = {str(k): str(v) for k, v in (msg.headers or {}).items()}
+        return Delivery(
+            subject=msg.subject,
+            stream=meta.stream,
+            consumer=meta.consumer,
+            stream_seq=meta.sequence.stream,
+            num_delivered=meta.num_delivered,
+            max_deliver=self.spec.max_deliver,
+            msg_id=headers.get(api.Header.MSG_ID.value),
+            published_at=meta.timestamp,
+            headers=headers,
+        )
+
+    async def _handle(self, msg: Msg) -> None:
+        started = time.perf_counter()
+        name = self.spec.name
+        outcome = "interrupted"
+        delivery = self._delivery(msg)
+        self._metrics.in_flight.labels(name).inc()
+        keep_alive = (
+            asyncio.create_task(self._keep_alive(msg)) if self.spec.in_progress_acks else None
+        )
+        try:
+            with self._tracer.start_as_current_span(
+                f"process {msg.subject}",
+                context=extract_context(delivery.headers),
+                kind=SpanKind.CONSUMER,
+                attributes={
+                    "messaging.system": "nats",
+                    "messaging.destination.name": msg.subject,
+                    "messaging.consumer.group.name": name,
+                    "messaging.message.id": delivery.msg_id or "",
+                    "messaging.nats.stream_sequence": delivery.stream_seq,
+                    "messaging.nats.num_delivered": delivery.num_delivered,
+                },
+            ) as span:
+                outcome = await self._process(msg, delivery, span)
+                if outcome != "ok":
+                    span.set_attribute("error.type", outcome)
+        except asyncio.CancelledError:
+            # stop()'s grace ran out: hand the message back now instead of after ack_wait.
+            with contextlib.suppress(Exception):
+                await msg.nak()
+            raise
+        except Exception:
+            # Acking itself failed (connection lost): the server redelivers after ack_wait.
+            outcome = "retry"
+            log.exception("consumer %s could not settle stream seq %s", name, delivery.stream_seq)
+        finally:
+            if keep_alive is not None:
+                keep_alive.cancel()
+            self._slots.release()
+            self._metrics.in_flight.labels(name).dec()
+            self._metrics.messages.labels(name, outcome).inc()
+            self._metrics.duration.labels(name).observe(time.perf_counter() - started)
+
+    async def _process(self, msg: Msg, delivery: Delivery, span: trace.Span) -> str:
+        """Decode, handle, settle; the outcome label."""
+        spec = self.spec
+        try:
+            payload = spec.model.model_validate_json(msg.data)
+        except ValidationError as e:
+            return await self._give_up(msg, delivery, DeadLetterReason.invalid, _describe(e))
+        deadline = asyncio.timeout(spec.timeout_s)
+        try:
+            async with deadline:
+                await spec.handler(payload, delivery)
+        except ContractError as e:
+            if isinstance(e, PermanentError) or e.code in spec.permanent_codes:
+                return await self._give_up(
+                    msg, delivery, DeadLetterReason.permanent, f"{e.code}: {e.message}"
+                )
+            return await self._failed(msg, delivery, f"{e.code}: {e.message}", e.retry_after_s)
+        except Exception as e:
+            span.set_status(Status(StatusCode.ERROR, type(e).__name__))
+            if isinstance(e, TimeoutError) and deadline.expired():
+                detail = f"work took over {spec.timeout_s:g} s"
+                log.warning(
+                    "consumer %s: stream seq %s: %s", spec.name, delivery.stream_seq, detail
+                )
+                return await self._failed(msg, delivery, detail, None)
+            log.exception(
+                "consumer %s failed on stream seq %s (delivery %s of %s)",
+                spec.name,
+                delivery.stream_seq,
+                delivery.num_delivered,
+                spec.max_deliver,
+            )
+            return await self._failed(msg, delivery, f"{type(e).__name__}: {e}", None)
+        await msg.ack()
+        return "ok"
+
+    async def _failed(
+        self, msg: Msg, delivery: Delivery, detail: str, retry_after_s: float | None
+    ) -> str:
+        """A failed delivery: retry later, or dead-letter on the last one."""
+        if delivery.last_attempt:
+            return await self._give_up(msg, delivery, DeadLetterReason.exhausted, detail)
+        delay = (
+            retry_after_s
+            if retry_after_s is not None
+            else self.spec.nak_delay(delivery.num_delivered)
+        )
+        await msg.nak(delay=delay)
+        return "retry"
+
+    async def _give_up(
+        self, msg: Msg, delivery: Delivery, reason: DeadLetterReason, detail: str
+    ) -> str:
+        """Store the dead letter, then terminate; if it cannot be stored, nak (nothing is lost)."""
+        try:
+            await write_dead_letter(
+                self._js,
+                stream=delivery.stream,
+                consumer=delivery.consumer,
+                stream_seq=delivery.stream_seq,
+                subject=msg.subject,
+                data=msg.data,
+                headers=delivery.headers,
+                reason=reason,
+                detail=detail,
+                deliveries=delivery.num_delivered,
+            )
+        except Exception:
+            log.exception(
+                "consumer %s: could not store the dead letter of stream seq %s; nak instead",
+                self.spec.name,
+                delivery.stream_seq,
+            )
+            await msg.nak(delay=self.spec.nak_delay(delivery.num_delivered))
+            return "retry"
+        log.warning(
+            "consumer %s: stream seq %s dead-lettered (%s): %s",
+            self.spec.name,
+            delivery.stream_seq,
+            reason.value,
+            detail,
+        )
+        self._metrics.dead_letters.labels(self.spec.name, reason.value).inc()
+        # +TERM with a reason (nats-server >= 2.11): the MSG_TERMINATED advisory carries it.
+        await self._nc.publish(msg.reply, b"+TERM " + f"{reason.value}: {detail}".encode()[:400])
+        return reason.value
+
+    async def _keep_alive(self, msg: Msg) -> None:
+        """In-progress acks while the handler works, so long work is not redelivered."""
+        interval = self.spec.ack_wait_s / 3
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                await msg.in_progress()
+            except Exception as e:
+                log.debug("consumer %s: in-progress ack failed: %s", self.spec.name, e)
+
+
+def dead_letter_forwarder(
+    service: str, consumers: list[ConsumerSpec[Any]], js: JetStreamContext
+) -> ConsumerSpec[ConsumerAdvisory]:
+    """The consumer that turns the advisories of `consumers` into dead letters."""
+
+    async def forward(advisory: ConsumerAdvisory, _: Delivery) -> None:
+        await forward_advisory(js, advisory)
+
+    subjects = tuple(s for c in consumers for s in advisory_subjects(c.stream, c.name))
+    return ConsumerSpec(
+        name=f"dlq-forwarder-{service}",
+        stream=ADVISORY_STREAM,
+        model=ConsumerAdvisory,
+        handler=forward,
+        filter_subjects=subjects,
+        ack_wait_s=30.0,
+        max_deliver=10,
+        max_in_flight=4,
+        description=f"dead letters of {service}'s consumers, from their advisories",
+    )
+
+
+class JetStreamKit:
+    """The streams and consumers one service declares; started after NATS connects."""
+
+    def __init__(self, service: str, metrics: ServiceMetrics) -> None:
+        self.service = service
+        self.streams: list[StreamSpec] = []
+        self.consumers: list[ConsumerSpec[Any]] = []
+        self.workers: list[ConsumerWorker[Any]] = []
+        self._service_metrics = metrics
+        self._metrics: ConsumerMetrics | None = None
+
+    def add_stream(self, spec: StreamSpec) -> None:
+        self.streams.append(spec)
+
+    def add_consumer(self, spec: ConsumerSpec[Any]) -> None:
+        if any(c.name == spec.name for c in self.consumers):
+            raise ValueError(f"consumer {spec.name} is declared twice")
+        self.consumers.append(spec)
+
+    async def start(self, nc: NATS) -> None:
+        """Declare streams, the dead-letter streams and consumers; start one worker per consumer."""
+        js = nc.jetstream()
+        for stream in self.streams:
+            await ensure_stream(js, stream)
+        if not self.consumers:
+            return
+        await ensure_stream(js, dead_letter_stream_config())
+        await ensure_stream(js, advisory_stream_config())
+        if self._metrics is None:
+            self._metrics = ConsumerMetrics(self._service_metrics)
+        specs = [*self.consumers, dead_letter_forwarder(self.service, self.consumers, js)]
+        tracer = trace.get_tracer(f"quiz.{self.service}")
+        try:
+            for spec in specs:
+                worker: ConsumerWorker[Any] = ConsumerWorker(nc, spec, self._metrics, tracer=tracer)
+                await worker.start()
+                self.workers.append(worker)
+        except BaseException:
+            # A later consumer failed to declare: the service will not start, stop the others.
+            await self.stop(grace_s=0)
+            raise
+        log.info("%s consumes: %s", self.service, ", ".join(s.name for s in specs))
+
+    async def stop(self, grace_s: float = 10.0) -> None:
+        """Stop every worker in parallel (see ConsumerWorker.stop)."""
+        await asyncio.gather(*(w.stop(grace_s) for w in self.workers))
+        self.workers.clear()
+
+    async def ready(self) -> bool:
+        """Readiness check: every declared consumer is fetching."""
+        return all(w.ready() for w in self.workers)

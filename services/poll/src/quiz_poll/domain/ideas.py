@@ -1,0 +1,96 @@
+"""What one idea is: `idea_key` (ADR-071 §2), the ideas of an answer, and the answer check.
+
+The key is the idea's identity: marks, clusters and bubbles are keyed by it. It folds what never
+makes two ideas different — case, accents, punctuation, spacing, a leading French or English
+article — and nothing else: there is no edit distance ("vit" and "vie" stay two ideas; a false
+merge on the wall is worse than two bubbles the teacher merges by hand).
+
+Steps, as heig-quiz `packages/domain/src/brainstorm.ts` (`ideaKey`, FACTS D) has them:
+1. NFKD; 2. every combining mark (\\p{M}) removed; 3. lower-cased (French rules are the default
+Unicode ones); 4. every run of characters that are neither letters (\\p{L}) nor numbers (\\p{N})
+becomes one space; 5. trimmed and split; 6. leading articles (le la les l un une des du de d
+the a an) dropped while more than one word remains. So "l'eau" and "l’eau" give "eau", "Le"
+alone stays "le", "de la" gives "la", and "!!!" gives "" — an empty key is skipped everywhere.
+
+Quirk, kept on purpose (FACTS D): "à vélo" keys to "velo" and "là-bas" to "bas" — "à" and "là"
+lose their accent, then read as the articles "a" and "la". Telling them apart would need the
+accent, and a key that depends on what folding removed is no longer its own key (idea_key of
+"a velo" is "velo"), which every check of a key sent back by the board relies on; dropping "a" or
+"la" from the articles would cost far more ideas than these two prepositions.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from typing import Any
+
+import regex
+
+from quiz_contracts.errors import ContractError, ErrorCode
+
+ARTICLES = frozenset(
+    {"le", "la", "les", "l", "un", "une", "des", "du", "de", "d", "the", "a", "an"}
+)
+
+# The platform's own classes (`\p{M}`, `\p{L}`, `\p{N}`), which the stdlib `re` lacks.
+_MARKS = regex.compile(r"\p{M}+")
+_NOT_LETTER_OR_NUMBER = regex.compile(r"[^\p{L}\p{N}]+")
+
+
+def idea_key(raw: str) -> str:
+    """The normalised text of an idea; "" when nothing of it is a letter or a number."""
+    text = unicodedata.normalize("NFKD", raw)
+    if not text.isascii():  # ASCII has no combining mark
+        text = _MARKS.sub("", text)
+    words = _NOT_LETTER_OR_NUMBER.sub(" ", text.lower()).split()
+    start = 0
+    while start < len(words) - 1 and words[start] in ARTICLES:
+        start += 1
+    return " ".join(words[start:])
+
+
+def ideas_of(payload: Any) -> list[str]:
+    """The ideas of a stored answer payload, spaces collapsed and trimmed, blanks dropped.
+
+    Anything that is not `{ideas: [...]}` has none, and a non-string item is skipped (heig-quiz
+    `ideasOf`): a payload stored before a schema change never breaks the tally.
+    """
+    if not isinstance(payload, dict):
+        return []
+    ideas = payload.get("ideas")
+    if not isinstance(ideas, list):
+        return []
+    out: list[str] = []
+    for idea in ideas:
+        if isinstance(idea, str):
+            text = " ".join(idea.split())
+            if text:
+                out.append(text)
+    return out
+
+
+def keyed_ideas(ideas: list[str]) -> dict[str, tuple[int, str]]:
+    """One participant's ideas by key: the position and text of each key's first spelling.
+
+    Empty keys are skipped and a key written twice counts once (a participant counts once per
+    idea, ADR-071 §2). Positions are indexes in `ideas`, so they order a participant's ideas.
+    """
+    held: dict[str, tuple[int, str]] = {}
+    for index, text in enumerate(ideas):
+        key = idea_key(text)
+        if key and key not in held:
+            held[key] = (index, text)
+    return held
+
+
+def check_answer(ideas: list[str], max_ideas: int) -> None:
+    """422 `answer_invalid` past the question's maxIdeas (heig-quiz qt-brainstorm `answerMisfit`).
+
+    The shape (1–60 characters each, at most 10) is `BrainstormAnswer`'s, checked at decoding.
+    """
+    if len(ideas) > max_ideas:
+        raise ContractError(
+            ErrorCode.answer_invalid,
+            f"At most {max_ideas} ideas.",
+            details={"maxIdeas": max_ideas, "given": len(ideas)},
+        )

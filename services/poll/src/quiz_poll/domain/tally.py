@@ -1,0 +1,444 @@
+"""The incremental tally: the board and the cloud kept up to date one answer change at a time.
+
+`board.brainstorm_board` reads every answer on every change, which ADR-071 accepts "at
+lecture-hall size" and says a larger audience would need cached. This is that cache, exact: after
+any sequence of answers, marks and switches, `board()` and `cloud()` equal the reference's on the
+same answers (tests), so the rule is stated once, in `board.py`.
+
+Costs (n = a participant's ideas, at most 10; log terms from sorted lists):
+- `set_answer`: O(n log) — only the keys that changed are touched;
+- `cloud()`: O(bubbles) — clusters are kept sorted in cloud order;
+- `apply_marks` / `set_moderation`: the affected clusters are rebuilt from their keys' holders
+  (a merge, a hide: one or two clusters; the moderation switch: all of them);
+- `board()`: O(ideas) — the staff view is read on demand, not per answer.
+
+What is kept:
+- per participant, their order (first answer first) and the keys they hold, each with the
+  position and text of its first spelling in their answer;
+- per key, its holders sorted by (participant order, position): the first is the "first
+  spelling met" and the key's "first seen";
+- per cluster (head), each holder's number of keys in it and of VISIBLE keys in it, so `total`
+  and `count` count each participant once; its members sorted by first seen, its visible keys
+  (the bubble's key is the smallest), its visible variants sorted as the board sorts them (the
+  label is the first one's shown text);
+- the clusters sorted in cloud order: count descending, then total descending, then first seen
+  (the cloud sorts by count, stably over the board's total-then-first-seen order).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Hashable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from sortedcontainers import SortedList
+
+from quiz_contracts.poll import CLOUD_CAP, IdeaMark
+from quiz_poll.domain.board import Board, Bubble, Cluster, Variant
+from quiz_poll.domain.ideas import ideas_of, keyed_ideas
+from quiz_poll.domain.marks import cluster_head, is_visible, status_of
+
+# (participant order, position in their answer, text): a key's holders sort by it.
+Holder = tuple[int, int, str]
+Seen = tuple[int, int]
+
+
+@dataclass(slots=True)
+class _Key:
+    """One idea key somebody holds."""
+
+    head: str
+    visible: bool
+    pending: bool
+    holders: SortedList = field(default_factory=SortedList)
+
+    @property
+    def seen(self) -> Seen:
+        first = self.holders[0]
+        return (first[0], first[1])
+
+    @property
+    def text(self) -> str:
+        return str(self.holders[0][2])
+
+    @property
+    def count(self) -> int:
+        return len(self.holders)
+
+
+@dataclass(slots=True)
+class _Cluster:
+    """One head and what the cloud and the board need of it."""
+
+    head: str
+    members: set[str] = field(default_factory=set)
+    # participant order -> [keys held in the cluster, visible keys held in the cluster]
+    people: dict[int, list[int]] = field(default_factory=dict)
+    count: int = 0  # participants with a visible key in the cluster
+    by_seen: SortedList = field(default_factory=SortedList)  # (seen, key) of members
+    visible_keys: SortedList = field(default_factory=SortedList)
+    visible_variants: SortedList = field(default_factory=SortedList)  # (-count, seen, key)
+    listed: tuple[int, int, Seen, str] | None = None  # its entry in the cloud order
+
+    @property
+    def total(self) -> int:
+        return len(self.people)
+
+
+class BrainstormTally:
+    """One poll's tally, updated per answer change; the board and the cloud on demand."""
+
+    def __init__(self, *, moderation: bool, marks: Iterable[IdeaMark] = ()) -> None:
+        self._moderation = moderation
+        self._marks: dict[str, IdeaMark] = {}
+        self._children: dict[str, set[str]] = {}  # key -> keys whose mark merges into it
+        for mark in marks:
+            self._set_mark(mark)
+        self._order: dict[Hashable, int] = {}  # participant -> order of their first answer
+        self._held: dict[int, dict[str, tuple[int, str]]] = {}
+        self._joined: set[Hashable] = set()
+        self._answered = 0
+        self._pending = 0
+        self._keys: dict[str, _Key] = {}
+        self._clusters: dict[str, _Cluster] = {}
+        self._cloud_order: SortedList = SortedList()
+
+    # --- reading --------------------------------------------------------------------------
+
+    @property
+    def moderation(self) -> bool:
+        return self._moderation
+
+    @property
+    def marks(self) -> Mapping[str, IdeaMark]:
+        return self._marks
+
+    @property
+    def joined(self) -> int:
+        """Participants who joined or answered (attempts opened)."""
+        return len(self._joined)
+
+    @property
+    def answered(self) -> int:
+        """Participants holding at least one non-empty key."""
+        return self._answered
+
+    @property
+    def pending(self) -> int:
+        """Keys awaiting moderation; 0 with moderation off (FACTS D)."""
+        return self._pending if self._moderation else 0
+
+    def keys(self) -> list[str]:
+        """Every key somebody holds, in no particular order."""
+        return list(self._keys)
+
+    def holds(self, participant: Hashable) -> list[str]:
+        """The keys a participant holds now."""
+        order = self._order.get(participant)
+        return [] if order is None else list(self._held.get(order, {}))
+
+    def cloud(self, cap: int = CLOUD_CAP) -> list[Bubble]:
+        """The room's cloud, in O(bubbles): equal to `brainstorm_cloud` of the board."""
+        bubbles: list[Bubble] = []
+        for neg_count, _neg_total, _seen, head in self._cloud_order:
+            if neg_count >= 0 or len(bubbles) >= cap:
+                break
+            cluster = self._clusters[head]
+            first = cluster.visible_variants[0][2]
+            mark = self._marks.get(head)
+            label = mark.label if mark is not None and mark.label is not None else None
+            bubbles.append(
+                Bubble(
+                    key=cluster.visible_keys[0],
+                    label=label if label is not None else self._shown(first),
+                    count=cluster.count,
+                )
+            )
+        return bubbles
+
+    def board(self) -> Board:
+        """The whole board (staff view), in board order: equal to `brainstorm_board`."""
+        clusters = sorted(self._clusters.values(), key=lambda c: (-c.total, c.by_seen[0][0]))
+        out: list[Cluster] = []
+        for cluster in clusters:
+            ordered = sorted(
+                cluster.members, key=lambda k: (-self._keys[k].count, self._keys[k].seen)
+            )
+            variants = tuple(self._variant(key) for key in ordered)
+            mark = self._marks.get(cluster.head)
+            label = mark.label if mark is not None else None
+            out.append(
+                Cluster(
+                    key=cluster.head,
+                    label=label if label is not None else variants[0].shown,
+                    renamed=label is not None,
+                    count=cluster.count,
+                    total=cluster.total,
+                    variants=variants,
+                )
+            )
+        return Board(answered=self._answered, pending=self.pending, clusters=tuple(out))
+
+    # --- writing: answers -----------------------------------------------------------------
+
+    def join(self, participant: Hashable) -> None:
+        """A participant opened an attempt (counts in `joined`)."""
+        self._joined.add(participant)
+
+    def set_answer(self, participant: Hashable, payload: object) -> None:
+        """The participant's whole answer now (`{ideas: [...]}`): only changed keys are touched."""
+        self._joined.add(participant)
+        order = self._order.get(participant)
+        if order is None:
+            order = self._order[participant] = len(self._order)
+        before = self._held.get(order, {})
+        after = keyed_ideas(ideas_of(payload))
+        for key, (index, text) in before.items():
+            now = after.get(key)
+            if now is None:
+                self._drop(order, key, (order, index, text))
+            elif now != (index, text):
+                self._move(key, (order, index, text), (order, now[0], now[1]))
+        for key, (index, text) in after.items():
+            if key not in before:
+                self._add(order, key, (order, index, text))
+        if after:
+            self._held[order] = after
+        else:
+            self._held.pop(order, None)
+        self._answered += bool(after) - bool(before)
+
+    def load(self, answers: Iterable[tuple[Hashable, object]]) -> None:
+        """Stored answers, in participants' order, into an empty tally: the clusters built once."""
+        if self._order:
+            raise ValueError("load() fills an empty tally; use set_answer() after it")
+        holders: dict[str, list[Holder]] = {}
+        for participant, payload in answers:
+            if participant in self._order:
+                raise ValueError(f"participant {participant!r} twice: one stored answer each")
+            self._joined.add(participant)
+            order = self._order[participant] = len(self._order)
+            held = keyed_ideas(ideas_of(payload))
+            if not held:
+                continue
+            self._held[order] = held
+            self._answered += 1
+            for key, (index, text) in held.items():
+                holders.setdefault(key, []).append((order, index, text))
+        for key, entries in holders.items():
+            # pending/visible/head are set by the rebuild, which counts `pending` from False.
+            self._keys[key] = _Key(
+                head=key, visible=False, pending=False, holders=SortedList(entries)
+            )
+        self._rebuild(set(self._keys))
+
+    def remove_participant(self, participant: Hashable) -> None:
+        """Forget a participant's ideas and attempt (a purged guest)."""
+        if participant in self._order:
+            self.set_answer(participant, None)
+        self._joined.discard(participant)
+
+    # --- writing: marks and switches ------------------------------------------------------
+
+    def set_moderation(self, on: bool) -> None:
+        """The moderation switch: every key's visibility may change, so every cluster rebuilds."""
+        if on == self._moderation:
+            return
+        self._moderation = on
+        self._rebuild(set(self._keys))
+
+    def apply_marks(self, marks: Iterable[IdeaMark]) -> None:
+        """Marks upserted (an action, the model's verdicts): the clusters they touch rebuild."""
+        written = {mark.key: mark for mark in marks}  # the last one written per key wins
+        changed = [key for key, mark in written.items() if self._marks.get(key) != mark]
+        if not changed:
+            return
+        # Every key whose chain passes through a changed key may change head or cluster.
+        reach: set[str] = set()
+        queue = deque(changed)
+        while queue:
+            key = queue.popleft()
+            if key in reach:
+                continue
+            reach.add(key)
+            queue.extend(self._children.get(key, ()))
+        for key in changed:
+            self._set_mark(written[key])
+        self._rebuild({key for key in reach if key in self._keys})
+
+    # --- internals ------------------------------------------------------------------------
+
+    def _set_mark(self, mark: IdeaMark) -> None:
+        old = self._marks.get(mark.key)
+        if old is not None and old.merged_into is not None:
+            self._children.get(old.merged_into, set()).discard(mark.key)
+        self._marks[mark.key] = mark
+        if mark.merged_into is not None:
+            self._children.setdefault(mark.merged_into, set()).add(mark.key)
+
+    def _shown(self, key: str) -> str:
+        mark = self._marks.get(key)
+        if mark is not None and mark.correction is not None:
+            return mark.correction
+        return self._keys[key].text
+
+    def _variant(self, key: str) -> Variant:
+        mark = self._marks.get(key)
+        state = self._keys[key]
+        return Variant(
+            key=key,
+            text=state.text,
+            correction=mark.correction if mark is not None else None,
+            ai=mark is not None and mark.source == "ai",
+            count=state.count,
+            status=status_of(mark),
+        )
+
+    def _unlist(self, cluster: _Cluster) -> None:
+        if cluster.listed is not None:
+            self._cloud_order.remove(cluster.listed)
+            cluster.listed = None
+
+    def _relist(self, cluster: _Cluster) -> None:
+        if cluster.members:
+            entry = (-cluster.count, -cluster.total, cluster.by_seen[0][0], cluster.head)
+            self._cloud_order.add(entry)
+            cluster.listed = entry
+        else:
+            del self._clusters[cluster.head]
+
+    def _hide_key(self, cluster: _Cluster, key: str, state: _Key) -> None:
+        """Take the key's sorted entries out before they change (they are re-added after)."""
+        cluster.by_seen.remove((state.seen, key))
+        if state.visible:
+            cluster.visible_variants.remove((-state.count, state.seen, key))
+
+    def _show_key(self, cluster: _Cluster, key: str, state: _Key) -> None:
+        cluster.by_seen.add((state.seen, key))
+        if state.visible:
+            cluster.visible_variants.add((-state.count, state.seen, key))
+
+    def _new_key(self, key: str) -> tuple[_Key, _Cluster]:
+        mark = self._marks.get(key)
+        status = status_of(mark)
+        head = cluster_head(key, self._marks)
+        state = _Key(
+            head=head, visible=is_visible(status, self._moderation), pending=status == "pending"
+        )
+        self._keys[key] = state
+        self._pending += state.pending
+        cluster = self._clusters.get(head)
+        if cluster is None:
+            cluster = self._clusters[head] = _Cluster(head=head)
+        cluster.members.add(key)
+        if state.visible:
+            cluster.visible_keys.add(key)
+        return state, cluster
+
+    def _add(self, order: int, key: str, holder: Holder) -> None:
+        state = self._keys.get(key)
+        if state is None:
+            state, cluster = self._new_key(key)
+            self._unlist(cluster)
+        else:
+            cluster = self._clusters[state.head]
+            self._unlist(cluster)
+            self._hide_key(cluster, key, state)
+        state.holders.add(holder)
+        person = cluster.people.get(order)
+        if person is None:
+            person = cluster.people[order] = [0, 0]
+        person[0] += 1
+        if state.visible:
+            person[1] += 1
+            if person[1] == 1:
+                cluster.count += 1
+        self._show_key(cluster, key, state)
+        self._relist(cluster)
+
+    def _drop(self, order: int, key: str, holder: Holder) -> None:
+        state = self._keys[key]
+        cluster = self._clusters[state.head]
+        self._unlist(cluster)
+        self._hide_key(cluster, key, state)
+        state.holders.remove(holder)
+        person = cluster.people[order]
+        person[0] -= 1
+        if state.visible:
+            person[1] -= 1
+            if person[1] == 0:
+                cluster.count -= 1
+        if person[0] == 0:
+            del cluster.people[order]
+        if state.holders:
+            self._show_key(cluster, key, state)
+        else:
+            del self._keys[key]
+            self._pending -= state.pending
+            cluster.members.discard(key)
+            if state.visible:
+                cluster.visible_keys.remove(key)
+        self._relist(cluster)
+
+    def _move(self, key: str, old: Holder, new: Holder) -> None:
+        """The same key, at another position or spelling in the participant's answer."""
+        state = self._keys[key]
+        cluster = self._clusters[state.head]
+        self._unlist(cluster)
+        self._hide_key(cluster, key, state)
+        state.holders.remove(old)
+        state.holders.add(new)
+        self._show_key(cluster, key, state)
+        self._relist(cluster)
+
+    def _rebuild(self, keys: set[str]) -> None:
+        """Recompute the clusters of `keys` (before and after) from their keys' holders."""
+        if not keys:
+            return
+        heads = {self._keys[key].head for key in keys}
+        for key in keys:
+            state = self._keys[key]
+            mark = self._marks.get(key)
+            status = status_of(mark)
+            self._pending += (status == "pending") - state.pending
+            state.pending = status == "pending"
+            state.visible = is_visible(status, self._moderation)
+            state.head = cluster_head(key, self._marks)
+            heads.add(state.head)
+        members: set[str] = set()
+        for head in heads:
+            cluster = self._clusters.get(head)
+            if cluster is not None:
+                self._unlist(cluster)
+                members |= cluster.members
+                del self._clusters[head]
+        members |= keys
+        for key in members:
+            state = self._keys[key]
+            cluster = self._clusters.get(state.head)
+            if cluster is None:
+                cluster = self._clusters[state.head] = _Cluster(head=state.head)
+            cluster.members.add(key)
+            for holder in state.holders:
+                person = cluster.people.get(holder[0])
+                if person is None:
+                    person = cluster.people[holder[0]] = [0, 0]
+                person[0] += 1
+                if state.visible:
+                    person[1] += 1
+            if state.visible:
+                cluster.visible_keys.add(key)
+            self._show_key(cluster, key, state)
+        for head in {self._keys[key].head for key in members}:
+            cluster = self._clusters[head]
+            cluster.count = sum(1 for _, visible in cluster.people.values() if visible > 0)
+            self._relist(cluster)
+
+
+def tally_from_answers(
+    answers: Sequence[tuple[Hashable, object]], marks: Iterable[IdeaMark], moderation: bool
+) -> BrainstormTally:
+    """A tally loaded from stored answers (in participants' order) and marks: a service restart."""
+    tally = BrainstormTally(moderation=moderation, marks=marks)
+    tally.load(answers)
+    return tally
