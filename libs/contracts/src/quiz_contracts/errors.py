@@ -39,6 +39,8 @@ class ErrorCode(StrEnum):
     # runner: a request over a hard maximum.
     limit_exceeded = "limit_exceeded"
     unsupported_language = "unsupported_language"
+    # Edge: a request body or message over the maximum of its route or of the NATS hop.
+    payload_too_large = "payload_too_large"
 
 
 HTTP_STATUS: dict[ErrorCode, int] = {
@@ -64,6 +66,7 @@ HTTP_STATUS: dict[ErrorCode, int] = {
     ErrorCode.fix_stale: 409,
     ErrorCode.limit_exceeded: 422,
     ErrorCode.unsupported_language: 422,
+    ErrorCode.payload_too_large: 413,
 }
 
 

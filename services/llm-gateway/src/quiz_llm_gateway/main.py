@@ -1,4 +1,4 @@
-"""llm-gateway: app factory and entry point."""
+"""llm-gateway: app factory and entry point (`quiz-llm-gateway [serve|migrate]`)."""
 
 from __future__ import annotations
 
@@ -10,29 +10,17 @@ from fastapi import FastAPI
 
 from quiz_llm_gateway.api import admin_router
 from quiz_llm_gateway.config import Settings
-from quiz_llm_gateway.db import MIGRATIONS
 from quiz_llm_gateway.handlers import endpoints
 from quiz_llm_gateway.metrics import GatewayMetrics
+from quiz_llm_gateway.models import MIGRATIONS
 from quiz_llm_gateway.provider import AnthropicProvider
 from quiz_llm_gateway.repository import Repository
 from quiz_llm_gateway.service import Gateway
-from quiz_servicekit.app import ServiceRuntime, create_service_app, serve
+from quiz_servicekit.app import ServiceRef, ServiceRuntime, create_service_app, run_service
 
 NAME = "llm-gateway"
 VERSION = "0.1.0"
 log = logging.getLogger(__name__)
-
-
-class _Holder:
-    """The gateway of this process, built in the lifespan once NATS and the DB are up."""
-
-    gateway: Gateway | None = None
-    provider: AnthropicProvider | None = None
-    sweeper: asyncio.Task[None] | None = None
-
-    def get(self) -> Gateway:
-        assert self.gateway is not None, "the gateway is built in the lifespan"
-        return self.gateway
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -40,7 +28,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or Settings()
     # Fail at start-up, not at the first call: a purpose whose model has no price is an error.
     Gateway.check_settings(settings)
-    holder = _Holder()
     runtime = ServiceRuntime(
         name=NAME,
         version=VERSION,
@@ -48,39 +35,36 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         settings=settings,
         migrations=MIGRATIONS,
     )
-    for spec in endpoints(holder.get, settings.complete_concurrency):
-        runtime.add_endpoint(spec)
+    gateway = ServiceRef[Gateway]("gateway")
+    runtime.add_endpoints(endpoints(gateway, settings.complete_concurrency))
+    metrics = GatewayMetrics(runtime.metrics)
+    provider: AnthropicProvider | None = None
+    sweeper: asyncio.Task[None] | None = None
 
     async def on_startup(rt: ServiceRuntime) -> None:
+        nonlocal provider, sweeper
         if settings.anthropic_api_key:
-            holder.provider = AnthropicProvider(
+            provider = AnthropicProvider(
                 settings.anthropic_api_key, settings.anthropic_base_url, settings.provider_timeout_s
             )
         else:
             log.warning("no ANTHROPIC_API_KEY: every call answers llm_not_configured")
-        holder.gateway = Gateway(
-            settings,
-            Repository(rt.database_url or "", threads=settings.db_threads),
-            holder.provider,
-            GatewayMetrics(rt.metrics.registry, rt.metrics.prefix),
-        )
-        await holder.gateway.sweep()
-        holder.sweeper = asyncio.create_task(_sweep_forever(holder.gateway, settings))
+        gateway.set(Gateway(settings, Repository(rt.db), provider, metrics))
+        await gateway().sweep()
+        sweeper = asyncio.create_task(_sweep_forever(gateway(), settings))
 
     async def on_shutdown(_rt: ServiceRuntime) -> None:
-        if holder.sweeper is not None:
-            holder.sweeper.cancel()
+        if sweeper is not None:
+            sweeper.cancel()
             with contextlib.suppress(asyncio.CancelledError):
-                await holder.sweeper
-        if holder.gateway is not None:
-            await holder.gateway.sweep()
-        if holder.provider is not None:
-            await holder.provider.close()
-        if holder.gateway is not None:
-            holder.gateway.repo.close()
+                await sweeper
+        if gateway.is_set:
+            await gateway().sweep()
+        if provider is not None:
+            await provider.close()
 
     return create_service_app(
-        runtime, routers=[admin_router(holder.get)], on_startup=on_startup, on_shutdown=on_shutdown
+        runtime, routers=[admin_router(gateway)], on_startup=on_startup, on_shutdown=on_shutdown
     )
 
 
@@ -95,9 +79,8 @@ async def _sweep_forever(gateway: Gateway, settings: Settings) -> None:
 
 
 def run() -> None:
-    """Console entry point: `quiz-llm-gateway`."""
-    settings = Settings()
-    serve(create_app(settings), settings)
+    """Console entry point: `quiz-llm-gateway` serves; `quiz-llm-gateway migrate` migrates."""
+    run_service(create_app, Settings())
 
 
 if __name__ == "__main__":
