@@ -148,6 +148,8 @@ def setup_logging(level: str) -> None:
         format="%(asctime)s %(levelname)-7s %(name)s: %(message)s",
         force=True,
     )
+    # Alembic announces each of its plugins at INFO on every upgrade: noise, not news.
+    logging.getLogger("alembic.runtime.plugins").setLevel(logging.WARNING)
 
 
 def create_service_app(
