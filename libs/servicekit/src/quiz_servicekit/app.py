@@ -21,6 +21,7 @@ from typing import Any, Generic, TypeVar
 import uvicorn
 from fastapi import APIRouter, FastAPI, Request
 from fastapi.responses import JSONResponse, Response
+from fastapi.routing import APIRoute
 from nats import errors as nats_errors
 from nats.aio.client import Client as NATS
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
@@ -226,8 +227,11 @@ def create_service_app(
     )
     install_error_handlers(app)
     # Added innermost first: the catch-all wraps telemetry, which wraps the body guard.
+    service_routes = [r for router in routers for r in router.routes if isinstance(r, APIRoute)]
     app.add_middleware(
-        BodyGuardMiddleware, routes_of=app, default_max_bytes=settings.http_max_body_bytes
+        BodyGuardMiddleware,
+        routes=service_routes,
+        default_max_bytes=settings.http_max_body_bytes,
     )
     app.add_middleware(TelemetryMiddleware, metrics=runtime.metrics, service=runtime.name)
     app.add_middleware(CatchAllMiddleware, service=runtime.name)

@@ -11,12 +11,12 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from collections.abc import Awaitable, Callable, Sequence
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from fastapi.routing import APIRoute
 from opentelemetry import trace
 from opentelemetry.trace import SpanKind, Status, StatusCode
 from starlette.exceptions import HTTPException as StarletteHTTPException
@@ -29,8 +29,6 @@ from quiz_servicekit.metrics import ServiceMetrics
 from quiz_servicekit.telemetry import extract_context
 
 log = logging.getLogger(__name__)
-F = TypeVar("F", bound=Callable[..., Any])
-_MAX_BODY_ATTR = "__quiz_max_body_bytes__"
 
 # Probes and scrapes are not traffic: counting them would drown the routes' RED signals.
 _UNTRACED = {"/healthz", "/readyz", "/metrics"}
@@ -79,16 +77,6 @@ class TelemetryMiddleware:
                 self.metrics.http_duration.labels(template, method).observe(
                     time.perf_counter() - started
                 )
-
-
-def max_body_bytes(limit: int) -> Callable[[F], F]:
-    """Route decorator: this route's request body maximum, in place of the service default."""
-
-    def mark(endpoint: F) -> F:
-        setattr(endpoint, _MAX_BODY_ATTR, limit)
-        return endpoint
-
-    return mark
 
 
 async def _send_error(send: Send, error: ContractError, request_id: str | None = None) -> None:
@@ -146,24 +134,25 @@ class CatchAllMiddleware:
 class BodyGuardMiddleware:
     """Refuse a body over its route's maximum (413) before reading it whole; vet JSON (400).
 
-    A declared Content-Length over the maximum is refused unread; a chunked body is counted as
-    it arrives and refused at the first byte over. A JSON body under the maximum is checked by
-    `guard_json` (depth, lone surrogates), then replayed to the route unchanged.
+    The maximum is the route's own FastAPI `max_body_size` (`@router.post(..., max_body_size=N)`)
+    or the service's HTTP_MAX_BODY_BYTES. A declared Content-Length over it is refused unread; a
+    chunked body is counted as it arrives and refused at the first byte over. A JSON body under
+    the maximum is checked by `guard_json` (depth, lone surrogates), then replayed unchanged.
+    All of it happens before routing, so before any dependency (the token check) runs.
     """
 
-    def __init__(self, app: ASGIApp, routes_of: FastAPI, default_max_bytes: int) -> None:
+    def __init__(self, app: ASGIApp, routes: Sequence[APIRoute], default_max_bytes: int) -> None:
         self.app = app
-        self.routes_of = routes_of
+        self.routes = routes
         self.default_max_bytes = default_max_bytes
 
     def _limit(self, scope: Scope) -> int:
-        for route in self.routes_of.router.routes:
-            match, child = route.matches(scope)
-            if match is Match.FULL:
+        for route in self.routes:
+            if route.matches(scope)[0] is Match.FULL:
                 # Telemetry labels the request by this template even when we answer it here.
-                scope["route"] = child.get("route", route)
-                endpoint = getattr(route, "endpoint", None)
-                return int(getattr(endpoint, _MAX_BODY_ATTR, self.default_max_bytes))
+                scope["route"] = route
+                limit = route.max_body_size
+                return self.default_max_bytes if limit is None else limit
         return self.default_max_bytes
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
