@@ -200,7 +200,8 @@ class Gateway:
         """One readable-or-not answer under its own hold: admit, call (with retries), settle."""
         assert self.provider is not None
         now = self.clock()
-        held = await self._admit(call, attempt, messages, tools, deadline, now)
+        bound = estimate_input_tokens(call.request.system, messages, tools)
+        held = await self._admit(call, attempt, bound, deadline, now)
         began = self.monotonic()
         try:
             reply, requests = await self.provider.call(call, messages, tools, deadline)
@@ -237,21 +238,14 @@ class Gateway:
         return reply, readable
 
     async def _admit(
-        self,
-        call: CallRecord,
-        attempt: int,
-        messages: list[dict[str, Any]],
-        tools: list[dict[str, Any]] | None,
-        deadline: float,
-        now: float,
+        self, call: CallRecord, attempt: int, input_bound: int, deadline: float, now: float
     ) -> Held:
-        """Hold the attempt's worst case under the cap (and the person's rate), or refuse."""
+        """Hold the attempt's worst case (`input_bound` tokens in) under the cap, or refuse."""
         req = call.request
-        bound = estimate_input_tokens(req.system, messages, tools)
         held = Held(
             str(uuid.uuid4()),
             budget_day(datetime.fromtimestamp(now, UTC)),
-            worst_case_micros(call.price, bound, req.max_output_tokens),
+            worst_case_micros(call.price, input_bound, req.max_output_tokens),
         )
         remaining = max(deadline - self.monotonic(), 0.0)
         admission = await self.repo.admit(
