@@ -18,6 +18,14 @@ from quiz_contracts.llm import (
     UsageReply,
     UsageRequest,
 )
+from quiz_contracts.review import (
+    QuestionDeleted,
+    QuestionRetired,
+    QuestionVersionDeleted,
+    QuestionVersionPublished,
+    ReviewCompleted,
+    ReviewRequest,
+)
 from quiz_contracts.runner import RunReply, RunRequest
 
 
@@ -75,6 +83,73 @@ OPERATIONS: tuple[Operation, ...] = (
 )
 
 
+@dataclass(frozen=True)
+class Channel:
+    """One JetStream subject: at-least-once messages on a stream, not request/reply.
+
+    `action` is the service's side: `receive` (it consumes) or `send` (it publishes).
+    """
+
+    subject: str
+    stream: str
+    service: str
+    action: str
+    summary: str
+    payload: type[BaseModel]
+
+
+CHANNELS: tuple[Channel, ...] = (
+    Channel(
+        subjects.QUESTION_VERSION_PUBLISHED,
+        subjects.QUESTIONS_STREAM,
+        "review",
+        "receive",
+        "The question store published a version (immutable): its type, config, explanation.",
+        QuestionVersionPublished,
+    ),
+    Channel(
+        subjects.QUESTION_VERSION_DELETED,
+        subjects.QUESTIONS_STREAM,
+        "review",
+        "receive",
+        "A version was deleted: its review row goes with it.",
+        QuestionVersionDeleted,
+    ),
+    Channel(
+        subjects.QUESTION_RETIRED,
+        subjects.QUESTIONS_STREAM,
+        "review",
+        "receive",
+        "A question was retired: no longer live, no longer reviewed.",
+        QuestionRetired,
+    ),
+    Channel(
+        subjects.QUESTION_DELETED,
+        subjects.QUESTIONS_STREAM,
+        "review",
+        "receive",
+        "A question was deleted with all its versions and their reviews.",
+        QuestionDeleted,
+    ),
+    Channel(
+        subjects.REVIEW_REQUESTS,
+        subjects.REVIEW_REQUESTS_STREAM,
+        "review",
+        "receive",
+        "Review a published version (work queue; set Nats-Msg-Id; one review per version).",
+        ReviewRequest,
+    ),
+    Channel(
+        subjects.REVIEW_COMPLETED,
+        subjects.REVIEW_EVENTS_STREAM,
+        "review",
+        "send",
+        "What became of one review request: the version's review, or why there is none.",
+        ReviewCompleted,
+    ),
+)
+
+
 _BY_SUBJECT = {op.subject: op for op in OPERATIONS}
 
 
@@ -121,6 +196,28 @@ def asyncapi_document() -> dict[str, Any]:
             },
             "x-service": op.service,
         }
+    for channel in CHANNELS:
+        key = channel.subject.replace(".", "_")
+        name = channel.payload.__name__
+        schemas[name] = _schema(channel.payload, hoisted)
+        messages[name] = {
+            "name": name,
+            "contentType": "application/json",
+            "payload": {"$ref": f"#/components/schemas/{name}"},
+        }
+        channels[key] = {
+            "address": channel.subject,
+            "description": f"{channel.service}: {channel.summary}",
+            "messages": {"event": {"$ref": f"#/components/messages/{name}"}},
+            "x-jetstream-stream": channel.stream,
+        }
+        operations[key] = {
+            "action": channel.action,
+            "channel": {"$ref": f"#/channels/{key}"},
+            "summary": channel.summary,
+            "messages": [{"$ref": f"#/channels/{key}/messages/event"}],
+            "x-service": channel.service,
+        }
     messages["ErrorBody"] = {
         "name": "ErrorBody",
         "contentType": "application/json",
@@ -133,7 +230,8 @@ def asyncapi_document() -> dict[str, Any]:
         "info": {
             "title": "Quiz platform LLM-assistance services",
             "version": "1.0.0",
-            "description": "Request/reply subjects (NATS Services API; queue group = service).",
+            "description": "Request/reply subjects (NATS Services API; queue group = service) "
+            "and JetStream subjects (x-jetstream-stream names the stream).",
         },
         "channels": dict(sorted(channels.items())),
         "operations": dict(sorted(operations.items())),

@@ -36,6 +36,11 @@ class ErrorCode(StrEnum):
     question_keyless = "question_keyless"
     # ADR-060 (review).
     fix_stale = "fix_stale"
+    # HQ apps/api/src/modules/pool/review.ts (ReviewRefusal): refused before any model call.
+    review_unsupported = "review_unsupported"
+    no_fix = "no_fix"
+    no_review = "no_review"
+    not_published = "not_published"
     # runner: a request over a hard maximum.
     limit_exceeded = "limit_exceeded"
     unsupported_language = "unsupported_language"
@@ -64,6 +69,11 @@ HTTP_STATUS: dict[ErrorCode, int] = {
     ErrorCode.llm_unavailable: 422,
     ErrorCode.question_keyless: 422,
     ErrorCode.fix_stale: 409,
+    # HQ routeContext.ts answers every ReviewRefusal but fix_stale with a 400.
+    ErrorCode.review_unsupported: 400,
+    ErrorCode.no_fix: 400,
+    ErrorCode.no_review: 400,
+    ErrorCode.not_published: 400,
     ErrorCode.limit_exceeded: 422,
     ErrorCode.unsupported_language: 422,
     ErrorCode.payload_too_large: 413,

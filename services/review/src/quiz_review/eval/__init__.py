@@ -1,0 +1,1 @@
+"""The labelled evaluation set of the review and its scoring (for `quiz-eval review`)."""
