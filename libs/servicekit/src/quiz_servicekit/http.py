@@ -184,7 +184,8 @@ class BodyGuardMiddleware:
             chunks.append(chunk)
             more = message.get("more_body", False)
         body = b"".join(chunks)
-        content_type = headers.get(b"content-type", b"application/json").split(b";")[0].strip()
+        content_type = headers.get(b"content-type", b"application/json")
+        content_type = content_type.split(b";")[0].strip().lower()
         if body and (content_type == b"application/json" or content_type.endswith(b"+json")):
             try:
                 guard_json(body)
