@@ -124,3 +124,9 @@ async def test_availability_and_usage(gateway: None, nc: NATS) -> None:
     assert (await client.availability()).available
     usage = await client.usage(date(2026, 11, 29), billed_to="teacher-1")
     assert usage.day == date(2026, 11, 29) and usage.billed_to == "teacher-1"
+
+
+async def test_a_prompt_too_large_for_the_bus_stays_the_callers_413(nc: NATS) -> None:
+    with pytest.raises(ContractError) as e:
+        await LlmClient(nc).complete(call("x" * (nc.max_payload + 1)))
+    assert e.value.code == ErrorCode.payload_too_large and e.value.status == 413

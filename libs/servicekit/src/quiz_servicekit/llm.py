@@ -5,7 +5,8 @@ Every service that calls a model goes through it, so each sees the gateway the s
   the deadline and must have time to say why), and lets through only the codes a caller may
   show a person (ADR-059 §5, ADR-060, ADR-071): `llm_not_configured`, `llm_budget_exhausted`,
   `rate_limited`, `llm_failed`. Anything else (no gateway, a timeout, a reply we cannot read,
-  a request the gateway refused) is `llm_failed`: our fault upstream, not the person's.
+  a request the gateway refused) is `llm_failed`: our fault upstream, not the person's. One
+  exception: a request too large for the bus is the person's input, `payload_too_large` (413).
 - `availability` fails closed: when the gateway cannot be asked, no model can be called.
 """
 
@@ -69,7 +70,7 @@ class LlmClient:
                 unavailable_code=ErrorCode.llm_failed,
             )
         except ContractError as e:
-            if e.code in CALLER_CODES:
+            if e.code in CALLER_CODES or e.code is ErrorCode.payload_too_large:
                 raise
             raise ContractError(
                 ErrorCode.llm_failed,
