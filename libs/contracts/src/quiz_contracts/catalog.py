@@ -150,6 +150,14 @@ CHANNELS: tuple[Channel, ...] = (
 )
 
 
+_BY_SUBJECT = {op.subject: op for op in OPERATIONS}
+
+
+def operation(subject: str) -> Operation:
+    """The catalog's operation on `subject`; KeyError when the catalog does not list it."""
+    return _BY_SUBJECT[subject]
+
+
 def asyncapi_document() -> dict[str, Any]:
     """An AsyncAPI 3.0 document of the request/reply subjects, from the pydantic models."""
     channels: dict[str, Any] = {}

@@ -55,6 +55,8 @@ class ErrorCode(StrEnum):
     no_ai_fix = "no_ai_fix"
     fix_failed = "fix_failed"
     lesson_too_large = "lesson_too_large"
+    # Edge: a request body or message over the maximum of its route or of the NATS hop.
+    payload_too_large = "payload_too_large"
 
 
 HTTP_STATUS: dict[ErrorCode, int] = {
@@ -93,6 +95,7 @@ HTTP_STATUS: dict[ErrorCode, int] = {
     ErrorCode.no_ai_fix: 400,
     ErrorCode.fix_failed: 422,
     ErrorCode.lesson_too_large: 413,
+    ErrorCode.payload_too_large: 413,
 }
 
 

@@ -1,7 +1,13 @@
-"""App factory and runtime shared by every service: lifespan, NATS micro, DB, health, metrics."""
+"""App factory and runtime shared by every service: lifespan, NATS micro, DB, health, metrics.
+
+A service's main.py builds a `ServiceRuntime`, a `ServiceRef` for the object its lifespan builds,
+its endpoints and routers (both given the ref), and hands them to `create_service_app`;
+`run_service` is its console entry point (`serve`, the default, or `migrate`).
+"""
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import logging
 import os
@@ -10,26 +16,32 @@ import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import uvicorn
 from fastapi import APIRouter, FastAPI, Request
 from fastapi.responses import JSONResponse, Response
+from fastapi.routing import APIRoute
 from nats import errors as nats_errors
 from nats.aio.client import Client as NATS
 from nats.js import JetStreamContext
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
-from sqlalchemy import text
-from sqlalchemy.ext.asyncio import AsyncEngine
 
 from quiz_contracts.errors import ContractError, ErrorCode
 from quiz_servicekit.auth import JwtVerifier
 from quiz_servicekit.background import BackgroundWork
-from quiz_servicekit.db import create_engine, default_sqlite_url, run_migrations
-from quiz_servicekit.http import ReadyCheck, TelemetryMiddleware, install_error_handlers
+from quiz_servicekit.db import Database, default_sqlite_url
+from quiz_servicekit.http import (
+    BodyGuardMiddleware,
+    CatchAllMiddleware,
+    ReadyCheck,
+    TelemetryMiddleware,
+    install_error_handlers,
+)
 from quiz_servicekit.jetstream import ConsumerSpec, StreamSpec
 from quiz_servicekit.metrics import ServiceMetrics
 from quiz_servicekit.micro import EndpointSpec, MicroService, start_micro_service
+from quiz_servicekit.migrate import upgrade
 from quiz_servicekit.natsio import connect_nats
 from quiz_servicekit.periodic import PeriodicTask
 from quiz_servicekit.settings import ServiceSettings
@@ -37,6 +49,33 @@ from quiz_servicekit.telemetry import setup_tracing
 
 log = logging.getLogger(__name__)
 Hook = Callable[["ServiceRuntime"], Awaitable[None]]
+S = TypeVar("S")
+Settings = TypeVar("Settings", bound=ServiceSettings)
+
+
+class ServiceRef(Generic[S]):
+    """The object a service builds in its lifespan, reached the same way by routes and endpoints.
+
+    Built after NATS and the database are up (`ref.set(...)` in `on_startup`); before that, and
+    after nothing, `ref()` answers `unavailable`. HTTP routes take it as a dependency
+    (`service: Gateway = Depends(ref)`), NATS endpoints and consumers call `ref()`.
+    """
+
+    def __init__(self, what: str) -> None:
+        self.what = what
+        self._value: S | None = None
+
+    def set(self, value: S) -> None:
+        self._value = value
+
+    @property
+    def is_set(self) -> bool:
+        return self._value is not None
+
+    def __call__(self) -> S:
+        if self._value is None:
+            raise ContractError(ErrorCode.unavailable, f"the {self.what} is not started")
+        return self._value
 
 
 class ServiceRuntime:
@@ -64,7 +103,7 @@ class ServiceRuntime:
         self.http_url = ""
         self.database_url: str | None = None
         self._nc: NATS | None = None
-        self._engine: AsyncEngine | None = None
+        self._db: Database | None = None
         self.micro: MicroService | None = None
         self.background = BackgroundWork(name, self.metrics)
 
@@ -74,12 +113,28 @@ class ServiceRuntime:
         return self._nc
 
     @property
-    def engine(self) -> AsyncEngine:
-        assert self._engine is not None, "this service was built without a database"
-        return self._engine
+    def db(self) -> Database:
+        assert self._db is not None, "this service was built without a database"
+        return self._db
+
+    def resolve_database_url(self) -> str:
+        """DATABASE_URL, or the embedded SQLite file of this service under QUIZ_DATA_DIR."""
+        return self.settings.database_url or default_sqlite_url(
+            os.environ.get("QUIZ_DATA_DIR", ".data"), self.name
+        )
+
+    def migrate(self) -> None:
+        """Upgrade the service's database to head (blocking; serialised across replicas)."""
+        if self.migrations is None:
+            log.info("%s has no migrations", self.name)
+            return
+        upgrade(self.resolve_database_url(), self.migrations)
 
     def add_endpoint(self, spec: EndpointSpec[Any]) -> None:
         self.endpoints.append(spec)
+
+    def add_endpoints(self, specs: Sequence[EndpointSpec[Any]]) -> None:
+        self.endpoints.extend(specs)
 
     def add_ready_check(self, name: str, check: ReadyCheck) -> None:
         self.ready_checks[name] = check
@@ -120,9 +175,7 @@ class ServiceRuntime:
         return self._nc is not None and self._nc.is_connected
 
     async def _db_ready(self) -> bool:
-        async with self.engine.connect() as conn:
-            await conn.execute(text("SELECT 1"))
-        return True
+        return await self.db.ping()
 
 
 def setup_logging(level: str) -> None:
@@ -133,6 +186,8 @@ def setup_logging(level: str) -> None:
         format="%(asctime)s %(levelname)-7s %(name)s: %(message)s",
         force=True,
     )
+    # Alembic announces each of its plugins at INFO on every upgrade: noise, not news.
+    logging.getLogger("alembic.runtime.plugins").setLevel(logging.WARNING)
 
 
 def create_service_app(
@@ -152,14 +207,11 @@ def create_service_app(
         port = getattr(app.state, "bound_port", None) or settings.http_port
         runtime.http_url = settings.public_url or f"http://{settings.http_host}:{port}"
         if runtime.needs_db:
-            url = settings.database_url or default_sqlite_url(
-                os.environ.get("QUIZ_DATA_DIR", ".data"), runtime.name
-            )
-            runtime.database_url = url
-            if runtime.migrations is not None:
+            url = runtime.database_url = runtime.resolve_database_url()
+            if settings.migrate_on_startup:
                 # Alembic is synchronous; keep the event loop free while it runs.
-                await asyncio.to_thread(run_migrations, url, runtime.migrations)
-            runtime._engine = create_engine(url)
+                await asyncio.to_thread(runtime.migrate)
+            runtime._db = Database(url, threads=settings.db_threads, name=runtime.name)
             runtime.add_ready_check("database", runtime._db_ready)
         runtime._nc = await connect_nats(settings.nats_url, runtime.name)
         runtime.add_ready_check("nats", runtime._nats_ready)
@@ -190,8 +242,8 @@ def create_service_app(
                 except (nats_errors.ConnectionReconnectingError, nats_errors.ConnectionClosedError):
                     # The broker went first: nothing left to drain, close what remains.
                     await runtime._nc.close()
-            if runtime._engine is not None:
-                await runtime._engine.dispose()
+            if runtime._db is not None:
+                await asyncio.to_thread(runtime._db.close)
 
     # FastAPI's own telemetry is off: TelemetryMiddleware makes the one SERVER span per request
     # and the Prometheus RED metrics, the same way for every service.
@@ -213,7 +265,15 @@ def create_service_app(
         else _Unconfigured()
     )
     install_error_handlers(app)
+    # Added innermost first: the catch-all wraps telemetry, which wraps the body guard.
+    service_routes = [r for router in routers for r in router.routes if isinstance(r, APIRoute)]
+    app.add_middleware(
+        BodyGuardMiddleware,
+        routes=service_routes,
+        default_max_bytes=settings.http_max_body_bytes,
+    )
     app.add_middleware(TelemetryMiddleware, metrics=runtime.metrics, service=runtime.name)
+    app.add_middleware(CatchAllMiddleware, service=runtime.name)
     app.include_router(health_router(runtime))
     for router in routers:
         app.include_router(router)
@@ -281,6 +341,29 @@ def uvicorn_server(app: FastAPI, settings: ServiceSettings) -> uvicorn.Server:
         timeout_graceful_shutdown=10,
     )
     return uvicorn.Server(config)
+
+
+def run_service(
+    create_app: Callable[[Settings], FastAPI],
+    settings: Settings,
+    argv: Sequence[str] | None = None,
+) -> None:
+    """A service's console entry point: `serve` (default) or `migrate` (one-shot, for a Job).
+
+    `migrate` upgrades the database to head and exits: run it as a Kubernetes Job before a
+    rollout, with MIGRATE_ON_STARTUP=false on the pods (they migrate at start-up otherwise).
+    """
+    app = create_app(settings)
+    runtime: ServiceRuntime = app.state.runtime
+    parser = argparse.ArgumentParser(prog=runtime.name, description=runtime.description)
+    parser.add_argument("command", nargs="?", default="serve", choices=["serve", "migrate"])
+    command = parser.parse_args(argv).command
+    if command == "migrate":
+        setup_logging(settings.log_level)
+        runtime.migrate()
+        log.info("%s: database at head", runtime.name)
+        return
+    serve(app, settings)
 
 
 def serve(app: FastAPI, settings: ServiceSettings) -> None:

@@ -38,9 +38,9 @@ class Grant(BaseModel):
 
 
 class Identity(BaseModel):
-    """The verified caller."""
+    """The verified caller: `sub` is never empty (a blank subject names nobody)."""
 
-    sub: str
+    sub: str = Field(min_length=1, pattern=r"\S")
     grants: dict[str, Grant] = Field(default_factory=dict)
 
 
@@ -95,7 +95,26 @@ class JwtVerifier:
                 {"sub": claims["sub"], "grants": claims.get("grants") or {}}
             )
         except (jwt.PyJWTError, ValidationError, ValueError) as e:
-            raise ContractError(ErrorCode.unauthorized, f"invalid token: {e}") from e
+            # Said in our words: PyJWT's and pydantic's messages may quote the claims.
+            raise ContractError(ErrorCode.unauthorized, _why_refused(e)) from None
+
+
+def _why_refused(e: Exception) -> str:
+    """Why a token was refused, naming claims but never quoting their values."""
+    if isinstance(e, jwt.ExpiredSignatureError):
+        return "invalid token: it has expired"
+    if isinstance(e, jwt.ImmatureSignatureError):
+        return "invalid token: it is not valid yet"
+    if isinstance(e, jwt.InvalidAudienceError):
+        return "invalid token: it is not meant for this service (aud)"
+    if isinstance(e, jwt.InvalidIssuerError):
+        return "invalid token: its issuer is not trusted (iss)"
+    if isinstance(e, jwt.MissingRequiredClaimError):
+        return f"invalid token: the {e.claim} claim is missing"
+    if isinstance(e, ValidationError):
+        fields = sorted({str(err["loc"][0]) for err in e.errors() if err.get("loc")})
+        return f"invalid token: malformed claims ({', '.join(fields) or 'claims'})"
+    return "invalid token: malformed, or its signature does not verify"
 
 
 def _bearer(request: Request) -> str:

@@ -8,6 +8,8 @@ Metrics (prefix `quiz_<service>_`):
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 # Seconds; dense under 100 ms because most of our edges answer in a few milliseconds.
@@ -56,5 +58,38 @@ class ServiceMetrics:
             f"{p}_nats_requests_in_flight",
             "NATS requests being handled now, by endpoint.",
             ["endpoint"],
+            registry=self.registry,
+        )
+
+
+class MetricSet:
+    """Base of a service's own metrics: named `quiz_<service>_<name>`, on the service's registry.
+
+    A service's metrics.py subclasses it, takes the runtime's `ServiceMetrics` and lists every
+    metric in its docstring: `self.calls = self.counter("calls_total", "…", ["purpose"])`.
+    """
+
+    def __init__(self, base: ServiceMetrics) -> None:
+        self.registry = base.registry
+        self.prefix = base.prefix
+
+    def counter(self, name: str, documentation: str, labels: Sequence[str] = ()) -> Counter:
+        return Counter(f"{self.prefix}_{name}", documentation, list(labels), registry=self.registry)
+
+    def gauge(self, name: str, documentation: str, labels: Sequence[str] = ()) -> Gauge:
+        return Gauge(f"{self.prefix}_{name}", documentation, list(labels), registry=self.registry)
+
+    def histogram(
+        self,
+        name: str,
+        documentation: str,
+        labels: Sequence[str] = (),
+        buckets: Sequence[float] = LATENCY_BUCKETS,
+    ) -> Histogram:
+        return Histogram(
+            f"{self.prefix}_{name}",
+            documentation,
+            list(labels),
+            buckets=buckets,
             registry=self.registry,
         )

@@ -17,10 +17,11 @@ from opentelemetry import trace
 from opentelemetry.trace import SpanKind, Status, StatusCode
 from pydantic import BaseModel, ValidationError
 
+from quiz_contracts import catalog
 from quiz_contracts.errors import ContractError, ErrorCode
+from quiz_servicekit.edge import guard_json, internal_error, invalid_request, new_request_id
 from quiz_servicekit.metrics import ServiceMetrics
-from quiz_servicekit.natsio import ERROR_CODE_HEADER, ERROR_HEADER
-from quiz_servicekit.telemetry import extract_context
+from quiz_servicekit.telemetry import current_trace_id, extract_context
 
 log = logging.getLogger(__name__)
 Req = TypeVar("Req", bound=BaseModel)
@@ -48,6 +49,43 @@ class EndpointSpec(Generic[Req]):
     # Requests of this endpoint handled at once; None takes the service default.
     max_concurrency: int | None = None
     metadata: dict[str, str] = field(default_factory=dict)
+
+
+def endpoint(
+    subject: str,
+    handler: Handler[Any],
+    *,
+    name: str | None = None,
+    max_concurrency: int | None = None,
+    metadata: dict[str, str] | None = None,
+) -> EndpointSpec[Any]:
+    """The endpoint of a catalog operation: its request model is the catalog's, never a copy.
+
+    `name` defaults to the subject's last token (`llm.v1.complete` → `complete`). Raises
+    KeyError for a subject the catalog does not list: add the operation there first.
+    """
+    op = catalog.operation(subject)
+    return EndpointSpec(
+        name or subject.rsplit(".", 1)[-1],
+        op.subject,
+        op.request,
+        handler,
+        max_concurrency=max_concurrency,
+        metadata=dict(metadata or {}),
+    )
+
+
+def _check_against_catalog(spec: EndpointSpec[Any]) -> None:
+    """A served subject that the catalog lists must decode the catalog's request model."""
+    try:
+        op = catalog.operation(spec.subject)
+    except KeyError:
+        return
+    if op.request is not spec.request_model:
+        raise ValueError(
+            f"{spec.subject} decodes {spec.request_model.__name__}; the catalog says "
+            f"{op.request.__name__}"
+        )
 
 
 class MicroService:
@@ -87,6 +125,7 @@ async def start_micro_service(
     tasks: set[asyncio.Task[None]] = set()
     tracer = trace.get_tracer(f"quiz.{name}")
     for spec in endpoints:
+        _check_against_catalog(spec)
         limit = spec.max_concurrency or default_concurrency
         handler = _dispatcher(spec, asyncio.Semaphore(limit), tasks, metrics, tracer)
         await service.add_endpoint(
@@ -132,23 +171,23 @@ def _dispatcher(
                 attributes={"messaging.system": "nats", "messaging.destination.name": spec.subject},
             ) as span:
                 try:
+                    guard_json(req.data)
                     payload = spec.request_model.model_validate_json(req.data)
                     reply = await spec.handler(payload, MsgContext(req.subject, headers))
                     await req.respond(reply.model_dump_json().encode())
                 except ValidationError as e:
                     outcome = ErrorCode.invalid_request.value
-                    await _respond_error(req, _invalid(e))
+                    await _respond_error(req, invalid_request(e.errors()))
                 except ContractError as e:
                     outcome = e.code.value
                     span.set_attribute("error.type", outcome)
                     await _respond_error(req, e)
                 except Exception as e:
                     outcome = ErrorCode.internal.value
-                    log.exception("endpoint %s failed", spec.name)
+                    request_id = current_trace_id() or new_request_id()
+                    log.exception("endpoint %s failed [request_id=%s]", spec.name, request_id)
                     span.set_status(Status(StatusCode.ERROR, type(e).__name__))
-                    await _respond_error(
-                        req, ContractError(ErrorCode.internal, "internal error; see the logs")
-                    )
+                    await _respond_error(req, internal_error(request_id))
         except Exception:
             # The reply itself failed (connection lost): nothing left to tell the caller.
             log.exception("endpoint %s could not reply", spec.name)
@@ -161,15 +200,13 @@ def _dispatcher(
     return on_request
 
 
-def _invalid(e: ValidationError) -> ContractError:
-    first = e.errors()[0] if e.errors() else {"loc": (), "msg": str(e)}
-    where = ".".join(str(p) for p in first.get("loc", ())) or "body"
-    return ContractError(ErrorCode.invalid_request, f"{where}: {first.get('msg', 'invalid')}")
-
-
 async def _respond_error(req: Request, error: ContractError) -> None:
-    """Error replies follow the micro convention in headers and carry an ErrorBody as data."""
-    await req.respond(
-        error.to_body().model_dump_json(exclude_none=True).encode(),
-        headers={ERROR_HEADER: error.code.value, ERROR_CODE_HEADER: str(error.status)},
+    """The micro error convention: `Nats-Service-Error` our code, `-Code` its HTTP status.
+
+    The data is the ErrorBody, so a caller reads the same `{code, message}` as over HTTP.
+    """
+    await req.respond_error(
+        str(error.status),
+        error.code.value,
+        data=error.to_body().model_dump_json(exclude_none=True).encode(),
     )

@@ -7,8 +7,9 @@ from typing import TypeVar
 
 import nats
 from nats.aio.client import Client as NATS
-from nats.errors import NoRespondersError
+from nats.errors import MaxPayloadError, NoRespondersError
 from nats.errors import TimeoutError as NatsTimeoutError
+from nats.micro.request import ERROR_HEADER
 from opentelemetry import trace
 from opentelemetry.trace import SpanKind, Status, StatusCode
 from pydantic import BaseModel, ValidationError
@@ -18,10 +19,6 @@ from quiz_servicekit.telemetry import inject_headers
 
 log = logging.getLogger(__name__)
 T = TypeVar("T", bound=BaseModel)
-
-# Header names of the NATS Services API error convention.
-ERROR_HEADER = "Nats-Service-Error"
-ERROR_CODE_HEADER = "Nats-Service-Error-Code"
 
 
 async def connect_nats(url: str, name: str) -> NATS:
@@ -69,20 +66,26 @@ async def request(
     timeout: float,
     unavailable_code: ErrorCode = ErrorCode.unavailable,
 ) -> T:
-    """Request/reply with a deadline; no responders → `unavailable_code`, no answer → timeout."""
+    """Request/reply with a deadline; every failure is a ContractError.
+
+    No responders → `unavailable_code`; no answer in time → `timeout`; a payload over the
+    connection's max_payload → `payload_too_large` (nothing is sent); an error reply → its code.
+    """
     tracer = trace.get_tracer("quiz_servicekit.nats")
     with tracer.start_as_current_span(
         f"send {subject}",
         kind=SpanKind.PRODUCER,
         attributes={"messaging.system": "nats", "messaging.destination.name": subject},
     ) as span:
+        data = payload.model_dump_json().encode()
         try:
-            msg = await nc.request(
-                subject,
-                payload.model_dump_json().encode(),
-                timeout=timeout,
-                headers=inject_headers(),
-            )
+            msg = await nc.request(subject, data, timeout=timeout, headers=inject_headers())
+        except MaxPayloadError as e:
+            span.set_status(Status(StatusCode.ERROR, "too large"))
+            raise ContractError(
+                ErrorCode.payload_too_large,
+                f"the request is {len(data)} bytes; the bus carries at most {nc.max_payload}",
+            ) from e
         except NoRespondersError as e:
             span.set_status(Status(StatusCode.ERROR, "no responders"))
             raise ContractError(unavailable_code, f"no service answers on {subject}") from e

@@ -5,6 +5,8 @@ from __future__ import annotations
 from pydantic import AliasChoices, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from quiz_contracts.limits import HTTP_MAX_BODY_BYTES
+
 
 def _env(name: str) -> AliasChoices:
     """Shared settings read their plain, unprefixed environment names (NATS_URL, DATABASE_URL…)."""
@@ -23,6 +25,14 @@ class ServiceSettings(BaseSettings):
     # The base URL ops should use (behind a Service or ingress); defaults to the bound address.
     public_url: str | None = Field(None, validation_alias=_env("PUBLIC_URL"))
     database_url: str | None = Field(None, validation_alias=_env("DATABASE_URL"))
+    # Worker threads (and pooled connections) that run the service's transactions.
+    db_threads: int = Field(8, ge=1, validation_alias=_env("DB_THREADS"))
+    # Off when a Kubernetes Job runs `<service> migrate` before the rollout.
+    migrate_on_startup: bool = Field(True, validation_alias=_env("MIGRATE_ON_STARTUP"))
+    # A request body over this is refused with 413 before it is read whole; routes may differ.
+    http_max_body_bytes: int = Field(
+        HTTP_MAX_BODY_BYTES, ge=0, validation_alias=_env("HTTP_MAX_BODY_BYTES")
+    )
     jwks_file: str | None = Field(None, validation_alias=_env("JWKS_FILE"))
     jwks_url: str | None = Field(None, validation_alias=_env("JWKS_URL"))
     jwt_issuer: str | None = Field(None, validation_alias=_env("JWT_ISSUER"))

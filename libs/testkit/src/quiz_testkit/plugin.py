@@ -66,7 +66,7 @@ def database_url(
 ) -> Iterator[str]:
     """Each test using it runs on SQLite, and on PostgreSQL when 127.0.0.1:5432 answers."""
     if request.param == "sqlite":
-        yield f"sqlite+aiosqlite:///{tmp_path / 'test.db'}"
+        yield f"sqlite:///{tmp_path / 'test.db'}"
         return
     if not pg_available:
         pytest.skip("PostgreSQL does not answer on 127.0.0.1:5432")

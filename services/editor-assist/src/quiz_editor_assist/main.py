@@ -1,4 +1,4 @@
-"""editor-assist: app factory and entry point."""
+"""editor-assist: app factory and entry point (`quiz-editor-assist [serve|migrate]`)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from quiz_editor_assist import api, handlers
 from quiz_editor_assist.config import Settings
 from quiz_editor_assist.metrics import EditorAssistMetrics
 from quiz_editor_assist.service import GenerateService
-from quiz_servicekit.app import ServiceRuntime, create_service_app, serve
+from quiz_servicekit.app import ServiceRef, ServiceRuntime, create_service_app, run_service
 
 NAME = "editor-assist"
 VERSION = "0.1.0"
@@ -24,21 +24,20 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         settings=settings,
     )
     metrics = EditorAssistMetrics(runtime.metrics)
+    service = ServiceRef[GenerateService]("Generate service")
+    runtime.add_endpoints(handlers.endpoints(service))
 
     async def on_startup(rt: ServiceRuntime) -> None:
-        service = GenerateService(rt.nc, settings, metrics)
-        app.state.generate_service = service
-        for spec in handlers.endpoints(service):
-            rt.add_endpoint(spec)
+        service.set(GenerateService(rt.nc, settings, metrics))
 
-    app = create_service_app(runtime, routers=[api.router], on_startup=on_startup)
-    return app
+    return create_service_app(
+        runtime, routers=[api.generate_router(service)], on_startup=on_startup
+    )
 
 
 def run() -> None:
     """Console entry point: `quiz-editor-assist`."""
-    settings = Settings()
-    serve(create_app(settings), settings)
+    run_service(create_app, Settings())
 
 
 if __name__ == "__main__":

@@ -7,31 +7,24 @@
 
 from __future__ import annotations
 
-from prometheus_client import Counter
-
-from quiz_servicekit.metrics import ServiceMetrics
+from quiz_servicekit.metrics import MetricSet, ServiceMetrics
 
 
-class EditorAssistMetrics:
+class EditorAssistMetrics(MetricSet):
     """The wand's own counters, on the service's registry."""
 
     def __init__(self, base: ServiceMetrics) -> None:
-        p, r = base.prefix, base.registry
-        self.generate = Counter(
-            f"{p}_generate_total",
-            "Wand calls by type and outcome.",
-            ["type", "outcome"],
-            registry=r,
+        super().__init__(base)
+        self.generate = self.counter(
+            "generate_total", "Wand calls by type and outcome.", ["type", "outcome"]
         )
-        self.incomplete = Counter(
-            f"{p}_generate_incomplete_total",
+        self.incomplete = self.counter(
+            "generate_incomplete_total",
             "Merged drafts returned with something left to do, by type and reason.",
             ["type", "code"],
-            registry=r,
         )
-        self.settle_runs = Counter(
-            f"{p}_settle_runs_total",
+        self.settle_runs = self.counter(
+            "settle_runs_total",
             "Runner calls made by settle, by type and outcome.",
             ["type", "outcome"],
-            registry=r,
         )

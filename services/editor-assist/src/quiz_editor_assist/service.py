@@ -9,15 +9,7 @@ from nats.aio.client import Client as NATS
 from quiz_contracts import subjects
 from quiz_contracts.errors import ContractError, ErrorCode
 from quiz_contracts.generate import GenerateAvailability, GenerateRequest, GenerateResult
-from quiz_contracts.llm import (
-    AvailabilityReply,
-    AvailabilityRequest,
-    CompleteReply,
-    CompleteRequest,
-    Effort,
-    LlmMessage,
-    Purpose,
-)
+from quiz_contracts.llm import CompleteRequest, Effort, LlmMessage, Purpose
 from quiz_contracts.runner import RunReply
 from quiz_editor_assist.config import Settings
 from quiz_editor_assist.generators.pipeline import (
@@ -30,15 +22,8 @@ from quiz_editor_assist.generators.pipeline import (
 )
 from quiz_editor_assist.generators.registry import generated_types
 from quiz_editor_assist.metrics import EditorAssistMetrics
+from quiz_servicekit.llm import LlmClient
 from quiz_servicekit.natsio import request
-
-# What the editor may see of a gateway failure (ADR-059 §5); anything else is our fault upstream.
-GATEWAY_CODES = {
-    ErrorCode.llm_not_configured,
-    ErrorCode.llm_budget_exhausted,
-    ErrorCode.rate_limited,
-    ErrorCode.llm_failed,
-}
 
 
 class GenerateService:
@@ -46,6 +31,8 @@ class GenerateService:
 
     def __init__(self, nc: NATS, settings: Settings, metrics: EditorAssistMetrics) -> None:
         self._nc = nc
+        # Its errors are the four codes ADR-059 §5 lets the editor see.
+        self._llm = LlmClient(nc)
         self._settings = settings
         self._metrics = metrics
 
@@ -68,7 +55,7 @@ class GenerateService:
     ) -> GenerateResult:
         # A type without a generator is invalid_request, raised by prepare_generate.
         call = prepare_generate(question_type, draft)
-        completion = await self._complete(
+        completion = await self._llm.complete(
             CompleteRequest(
                 purpose=Purpose.generate,
                 user=teacher,
@@ -104,36 +91,7 @@ class GenerateService:
                 incomplete.extend(left)
         return generate_result(draft, config, explanation, incomplete)
 
-    async def _complete(self, call: CompleteRequest) -> CompleteReply:
-        """One gateway call; its failures leave with the four codes of ADR-059 §5."""
-        try:
-            return await request(
-                self._nc,
-                subjects.LLM_COMPLETE,
-                call,
-                CompleteReply,
-                # The gateway stops retrying before the deadline; leave it time to say so.
-                timeout=self._settings.llm_deadline_s + 5,
-                unavailable_code=ErrorCode.llm_failed,
-            )
-        except ContractError as e:
-            if e.code in GATEWAY_CODES:
-                raise
-            raise ContractError(
-                ErrorCode.llm_failed, f"The model could not be called: {e.message}"
-            ) from e
-
     async def availability(self) -> GenerateAvailability:
         """Whether to show the wand: a model can be called, and the types with a generator."""
-        try:
-            reply = await request(
-                self._nc,
-                subjects.LLM_AVAILABILITY,
-                AvailabilityRequest(purpose=Purpose.generate),
-                AvailabilityReply,
-                timeout=5,
-            )
-            available = reply.available
-        except ContractError:
-            available = False
-        return GenerateAvailability(available=available, types=generated_types())
+        reply = await self._llm.availability(Purpose.generate)
+        return GenerateAvailability(available=reply.available, types=generated_types())

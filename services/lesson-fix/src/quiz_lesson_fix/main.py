@@ -1,11 +1,12 @@
-"""lesson-fix: app factory and entry point."""
+"""lesson-fix: app factory and entry point (`quiz-lesson-fix [serve|migrate]`)."""
 
 from __future__ import annotations
 
 from fastapi import FastAPI
 
 from quiz_lesson_fix.config import Settings
-from quiz_servicekit.app import ServiceRuntime, create_service_app, serve
+from quiz_lesson_fix.models import MIGRATIONS
+from quiz_servicekit.app import ServiceRuntime, create_service_app, run_service
 
 NAME = "lesson-fix"
 VERSION = "0.1.0"
@@ -19,15 +20,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         version=VERSION,
         description="AI lesson fixes",
         settings=settings,
-        needs_db=True,
+        migrations=MIGRATIONS,
     )
     return create_service_app(runtime)
 
 
 def run() -> None:
     """Console entry point: `quiz-lesson-fix`."""
-    settings = Settings()
-    serve(create_app(settings), settings)
+    run_service(create_app, Settings())
 
 
 if __name__ == "__main__":

@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from datetime import date
 
 from fastapi import APIRouter, Depends
 
 from quiz_contracts.llm import AvailabilityReply, Purpose, UsageReply
 from quiz_llm_gateway.service import Gateway
+from quiz_servicekit.app import ServiceRef
 from quiz_servicekit.auth import require_grant
 
 
-def admin_router(gateway: Callable[[], Gateway]) -> APIRouter:
+def admin_router(gateway: ServiceRef[Gateway]) -> APIRouter:
     """`GET /admin/usage` and `GET /admin/availability`: decode → call → encode."""
     # Spend by payer is personal data: only operators (grant "ops", viewer or more) see it;
     # anybody else gets the 404 of a route that does not exist for them.
@@ -21,11 +21,15 @@ def admin_router(gateway: Callable[[], Gateway]) -> APIRouter:
     )
 
     @router.get("/usage", response_model=UsageReply)
-    async def usage(day: date | None = None, billed_to: str | None = None) -> UsageReply:
-        return await gateway().usage(day, billed_to)
+    async def usage(
+        day: date | None = None, billed_to: str | None = None, svc: Gateway = Depends(gateway)
+    ) -> UsageReply:
+        return await svc.usage(day, billed_to)
 
     @router.get("/availability", response_model=AvailabilityReply)
-    async def availability(purpose: Purpose | None = None) -> AvailabilityReply:
-        return await gateway().availability(purpose)
+    async def availability(
+        purpose: Purpose | None = None, svc: Gateway = Depends(gateway)
+    ) -> AvailabilityReply:
+        return await svc.availability(purpose)
 
     return router

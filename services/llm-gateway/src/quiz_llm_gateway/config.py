@@ -78,7 +78,10 @@ class Settings(ServiceSettings):
         default=1024, ge=1, description="llm.v1.complete requests in hand at once per replica."
     )
     db_threads: int = Field(
-        default=8, ge=1, description="Worker threads (and pooled connections) for transactions."
+        default=8,
+        ge=1,
+        validation_alias=_alias("DB_THREADS"),
+        description="Worker threads (and pooled connections) for transactions.",
     )
     default_deadline_s: float = 60.0
     provider_timeout_s: float = 120.0

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
-from pydantic import BaseModel
+from typing import Any
 
 from quiz_contracts import subjects
 from quiz_contracts.llm import (
@@ -16,14 +14,13 @@ from quiz_contracts.llm import (
     UsageRequest,
 )
 from quiz_llm_gateway.service import Gateway
-from quiz_servicekit.micro import EndpointSpec, MsgContext
+from quiz_servicekit.app import ServiceRef
+from quiz_servicekit.micro import EndpointSpec, MsgContext, endpoint
 from quiz_servicekit.telemetry import current_trace_id
 
 
-def endpoints(
-    gateway: Callable[[], Gateway], complete_concurrency: int
-) -> list[EndpointSpec[BaseModel]]:
-    """The three endpoints; `gateway()` is resolved per request (it is built in the lifespan)."""
+def endpoints(gateway: ServiceRef[Gateway], complete_concurrency: int) -> list[EndpointSpec[Any]]:
+    """The three endpoints of the catalog's llm.v1 subjects."""
 
     async def complete(req: CompleteRequest, _ctx: MsgContext) -> CompleteReply:
         return await gateway().complete(req, trace_id=current_trace_id())
@@ -35,19 +32,8 @@ def endpoints(
         return await gateway().usage(req.day, req.billed_to)
 
     return [
-        EndpointSpec(
-            "complete",
-            subjects.LLM_COMPLETE,
-            CompleteRequest,
-            complete,  # type: ignore[arg-type]
-            # Calls mostly wait on the provider: many may be in hand, in-flight is bounded apart.
-            max_concurrency=complete_concurrency,
-        ),
-        EndpointSpec(
-            "availability",
-            subjects.LLM_AVAILABILITY,
-            AvailabilityRequest,
-            availability,  # type: ignore[arg-type]
-        ),
-        EndpointSpec("usage", subjects.LLM_USAGE, UsageRequest, usage),  # type: ignore[arg-type]
+        # Calls mostly wait on the provider: many may be in hand, in-flight is bounded apart.
+        endpoint(subjects.LLM_COMPLETE, complete, max_concurrency=complete_concurrency),
+        endpoint(subjects.LLM_AVAILABILITY, availability),
+        endpoint(subjects.LLM_USAGE, usage),
     ]

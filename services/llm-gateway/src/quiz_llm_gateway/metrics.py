@@ -14,64 +14,41 @@
 
 from __future__ import annotations
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from quiz_servicekit.metrics import MetricSet, ServiceMetrics
 
 # Seconds, with buckets at the targets: a few ms of our own, seconds for a model's answer.
 CALL_BUCKETS = (0.002, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 20, 30, 60, 120)
 
 
-class GatewayMetrics:
+class GatewayMetrics(MetricSet):
     """Every metric of the gateway."""
 
-    def __init__(self, registry: CollectorRegistry, prefix: str = "quiz_llm_gateway") -> None:
-        p = prefix
-        self.calls = Counter(
-            f"{p}_calls_total",
-            "LLM calls answered.",
-            ["purpose", "model", "outcome"],
-            registry=registry,
+    def __init__(self, base: ServiceMetrics) -> None:
+        super().__init__(base)
+        self.calls = self.counter(
+            "calls_total", "LLM calls answered.", ["purpose", "model", "outcome"]
         )
-        self.cost = Counter(
-            f"{p}_cost_usd_total", "Settled spend in USD.", ["purpose", "model"], registry=registry
+        self.cost = self.counter("cost_usd_total", "Settled spend in USD.", ["purpose", "model"])
+        self.tokens = self.counter(
+            "tokens_total", "Settled tokens.", ["purpose", "model", "direction"]
         )
-        self.tokens = Counter(
-            f"{p}_tokens_total",
-            "Settled tokens.",
-            ["purpose", "model", "direction"],
-            registry=registry,
-        )
-        self.duration = Histogram(
-            f"{p}_call_duration_seconds",
+        self.duration = self.histogram(
+            "call_duration_seconds",
             "Call duration, retries included.",
             ["purpose"],
             buckets=CALL_BUCKETS,
-            registry=registry,
         )
-        self.provider_requests = Counter(
-            f"{p}_provider_requests_total",
-            "Provider HTTP requests.",
-            ["model", "status"],
-            registry=registry,
+        self.provider_requests = self.counter(
+            "provider_requests_total", "Provider HTTP requests.", ["model", "status"]
         )
-        self.parse_failures = Counter(
-            f"{p}_parse_failures_total",
-            "Unreadable model replies.",
-            ["purpose"],
-            registry=registry,
+        self.parse_failures = self.counter(
+            "parse_failures_total", "Unreadable model replies.", ["purpose"]
         )
-        self.budget_remaining = Gauge(
-            f"{p}_budget_remaining_usd", "Today's cap minus spend and holds.", registry=registry
+        self.budget_remaining = self.gauge(
+            "budget_remaining_usd", "Today's cap minus spend and holds."
         )
-        self.budget_spent = Gauge(f"{p}_budget_spent_usd", "Today's spend.", registry=registry)
-        self.budget_reserved = Gauge(
-            f"{p}_budget_reserved_usd", "Today's open holds.", registry=registry
-        )
-        self.reservations_open = Gauge(
-            f"{p}_reservations_open", "Holds not yet settled.", registry=registry
-        )
-        self.circuit_state = Gauge(
-            f"{p}_circuit_state", "0 closed, 1 half-open, 2 open.", registry=registry
-        )
-        self.provider_in_flight = Gauge(
-            f"{p}_provider_in_flight", "Provider requests in flight.", registry=registry
-        )
+        self.budget_spent = self.gauge("budget_spent_usd", "Today's spend.")
+        self.budget_reserved = self.gauge("budget_reserved_usd", "Today's open holds.")
+        self.reservations_open = self.gauge("reservations_open", "Holds not yet settled.")
+        self.circuit_state = self.gauge("circuit_state", "0 closed, 1 half-open, 2 open.")
+        self.provider_in_flight = self.gauge("provider_in_flight", "Provider requests in flight.")

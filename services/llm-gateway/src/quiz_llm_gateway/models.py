@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 from datetime import date, datetime
+from pathlib import Path
 
 from sqlalchemy import BigInteger, Column, Date, DateTime, Double, Index, Integer, String
 from sqlmodel import Field, SQLModel
+
+# The alembic scripts that create these tables (servicekit's run_env, in migrations/env.py).
+MIGRATIONS = Path(__file__).parent / "migrations"
 
 
 class BudgetDay(SQLModel, table=True):

@@ -12,12 +12,14 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from quiz_llm_gateway.config import Settings
-from quiz_llm_gateway.db import MIGRATIONS
 from quiz_llm_gateway.metrics import GatewayMetrics
+from quiz_llm_gateway.models import MIGRATIONS
 from quiz_llm_gateway.provider import AnthropicProvider
 from quiz_llm_gateway.repository import Repository
 from quiz_llm_gateway.service import Gateway
-from quiz_servicekit.db import run_migrations
+from quiz_servicekit.db import Database
+from quiz_servicekit.metrics import ServiceMetrics
+from quiz_servicekit.migrate import upgrade
 from quiz_testkit.anthropic_stub import AnthropicStub
 
 # 2026-11-29 12:00 UTC: an ordinary winter day in Zurich.
@@ -60,7 +62,7 @@ class Rig:
 
 @pytest.fixture
 async def migrated_url(database_url: str) -> str:
-    await asyncio.to_thread(run_migrations, database_url, MIGRATIONS)
+    await asyncio.to_thread(upgrade, database_url, MIGRATIONS)
     return database_url
 
 
@@ -80,7 +82,8 @@ def gateway_settings(**overrides: Any) -> Settings:
 @pytest.fixture
 async def make_rig(migrated_url: str, anthropic_stub: AnthropicStub) -> AsyncIterator[Any]:
     """Build rigs with settings overrides; everything is closed after the test."""
-    repo = Repository(migrated_url, threads=4)
+    db = Database(migrated_url, threads=4)
+    repo = Repository(db)
     providers: list[AnthropicProvider] = []
 
     def build(*, configured: bool = True, clock: HandClock | None = None, **overrides: Any) -> Rig:
@@ -97,7 +100,7 @@ async def make_rig(migrated_url: str, anthropic_stub: AnthropicStub) -> AsyncIte
             settings,
             repo,
             provider,
-            GatewayMetrics(registry),
+            GatewayMetrics(ServiceMetrics("llm-gateway", registry)),
             clock=clock.time,
             monotonic=clock.monotonic,
             sleep=clock.sleep,
@@ -107,4 +110,4 @@ async def make_rig(migrated_url: str, anthropic_stub: AnthropicStub) -> AsyncIte
     yield build
     for provider in providers:
         await provider.close()
-    repo.close()
+    db.close()

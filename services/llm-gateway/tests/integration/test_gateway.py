@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 from datetime import UTC, date, datetime
 from decimal import Decimal
 from typing import Any
@@ -12,7 +13,7 @@ import pytest
 from quiz_contracts.errors import ContractError, ErrorCode
 from quiz_contracts.llm import CompleteRequest, Purpose
 from quiz_llm_gateway.domain.circuit import CircuitState
-from quiz_llm_gateway.repository import Held
+from quiz_llm_gateway.repository import Held, LedgerRow
 from quiz_testkit.anthropic_stub import StubReply
 
 from .conftest import HandClock
@@ -335,6 +336,25 @@ async def test_an_expired_hold_is_released_once(make_rig: Any) -> None:
     rig = make_rig()
     day = rig.gateway.today()
     held = Held("00000000-0000-0000-0000-000000000001", day, 5000)
+    # The crashed call's late settle, written below.
+    entry = LedgerRow(
+        at=datetime.now(UTC),
+        day=day,
+        call_id="c",
+        attempt=1,
+        purpose="review",
+        person=None,
+        billed_to=None,
+        model="claude-sonnet-4-6",
+        effort="low",
+        outcome="ok",
+        input_tokens=1,
+        output_tokens=1,
+        cost_micros=18,
+        reserved_micros=5000,
+        provider_requests=1,
+        latency_ms=1,
+    )
     admission = await rig.repo.admit(
         held=held,
         call_id="c",
@@ -343,7 +363,7 @@ async def test_an_expired_hold_is_released_once(make_rig: Any) -> None:
         now=rig.clock.now,
         expires_at=rig.clock.now + 10,
         rate=None,
-        refusal={},
+        refusal=replace(entry, attempt=0, outcome="refused", cost_micros=0),
     )
     assert admission.admitted
     assert await rig.repo.release_expired(rig.clock.now) == 0
@@ -351,22 +371,6 @@ async def test_an_expired_hold_is_released_once(make_rig: Any) -> None:
     totals = await rig.repo.day_totals(day)
     assert totals is not None and totals.reserved_micros == 0
     # The crashed call's late settle adds its spend but does not release the hold again.
-    entry = {
-        "at": datetime.now(UTC),
-        "day": day,
-        "call_id": "c",
-        "attempt": 1,
-        "purpose": "review",
-        "model": "claude-sonnet-4-6",
-        "effort": "low",
-        "input_tokens": 1,
-        "output_tokens": 1,
-        "cost_micros": 18,
-        "reserved_micros": 5000,
-        "outcome": "ok",
-        "provider_requests": 1,
-        "latency_ms": 1,
-    }
     await rig.repo.settle(held, entry)
     totals = await rig.repo.day_totals(day)
     assert totals is not None and totals.reserved_micros == 0 and totals.spent_micros == 18

@@ -21,9 +21,10 @@ from sqlalchemy import create_engine, text
 from quiz_contracts import subjects
 from quiz_contracts.errors import ContractError, ErrorCode
 from quiz_contracts.llm import CompleteReply, CompleteRequest
-from quiz_llm_gateway.db import MIGRATIONS
 from quiz_llm_gateway.domain.pricing import estimate_input_tokens
-from quiz_servicekit.db import run_migrations, sync_url
+from quiz_llm_gateway.models import MIGRATIONS
+from quiz_servicekit.db import sync_url
+from quiz_servicekit.migrate import upgrade
 from quiz_servicekit.natsio import request
 from quiz_testkit.anthropic_stub import AnthropicStub, StubReply
 from quiz_testkit.databases import postgres_available, postgres_database
@@ -82,7 +83,7 @@ async def test_two_replicas_never_overspend(backend: str, nats_url: str, tmp_pat
     stub.start()
     procs: list[subprocess.Popen[bytes]] = []
     with race_database(backend, tmp_path) as url:
-        await asyncio.to_thread(run_migrations, url, MIGRATIONS)
+        await asyncio.to_thread(upgrade, url, MIGRATIONS)
         env = {
             **os.environ,
             "NATS_URL": nats_url,

@@ -1,11 +1,12 @@
-"""poll: app factory and entry point."""
+"""poll: app factory and entry point (`quiz-poll [serve|migrate]`)."""
 
 from __future__ import annotations
 
 from fastapi import FastAPI
 
 from quiz_poll.config import Settings
-from quiz_servicekit.app import ServiceRuntime, create_service_app, serve
+from quiz_poll.models import MIGRATIONS
+from quiz_servicekit.app import ServiceRuntime, create_service_app, run_service
 
 NAME = "poll"
 VERSION = "0.1.0"
@@ -19,15 +20,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         version=VERSION,
         description="Brainstorm poll and its AI moderation (ADR-071)",
         settings=settings,
-        needs_db=True,
+        migrations=MIGRATIONS,
     )
     return create_service_app(runtime)
 
 
 def run() -> None:
     """Console entry point: `quiz-poll`."""
-    settings = Settings()
-    serve(create_app(settings), settings)
+    run_service(create_app, Settings())
 
 
 if __name__ == "__main__":

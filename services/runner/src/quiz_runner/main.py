@@ -18,23 +18,11 @@ from quiz_runner.sandbox.bwrap import BwrapSandbox
 from quiz_runner.service import CompileLimits, RunnerService
 from quiz_runner.slots import Slots
 from quiz_runner.uids import UidClaim, claim_uids
-from quiz_servicekit.app import ServiceRuntime, create_service_app, serve
+from quiz_servicekit.app import ServiceRef, ServiceRuntime, create_service_app, run_service
 
 NAME = "runner"
 VERSION = "0.1.0"
 log = logging.getLogger(__name__)
-
-
-class _Holder:
-    """The service of this process, built in the lifespan once the sandbox is ready."""
-
-    service: RunnerService | None = None
-    # Held for the process's life: dropping the claim would close its lock files.
-    uids: UidClaim | None = None
-
-    def get(self) -> RunnerService:
-        assert self.service is not None, "the runner is built in the lifespan"
-        return self.service
 
 
 def build_sandbox(settings: RunnerSettings) -> Sandbox:
@@ -54,25 +42,28 @@ def build_sandbox(settings: RunnerSettings) -> Sandbox:
 def create_app(settings: RunnerSettings | None = None) -> FastAPI:
     """The runner app: the sandbox is built and the micro service registered in its lifespan."""
     settings = settings or RunnerSettings()
-    holder = _Holder()
+    service = ServiceRef[RunnerService]("runner")
+    # Held for the process's life: dropping the claim would close its lock files.
+    claims: list[UidClaim] = []
     runtime = ServiceRuntime(
         name=NAME,
         version=VERSION,
         description="Runs reference programs on test cases in a sandbox (ADR-059 settle)",
         settings=settings,
     )
-    for spec in endpoints(holder.get, settings.slots):
-        runtime.add_endpoint(spec)
+    runtime.add_endpoints(endpoints(service, settings.slots))
+    metrics = RunnerMetrics(runtime.metrics)
 
     async def on_startup(rt: ServiceRuntime) -> None:
         watch_children_with_pidfds()
         # Claimed before anything runs; UidsUnavailable stops the start-up with its reason.
-        uids = holder.uids = claim_uids(
+        uids = claim_uids(
             settings.slots, settings.uid_base, settings.uid_range, Path(settings.uid_lock_dir)
         )
+        claims.append(uids)
         log.info("runner: slot uids %s (locks in %s)", uids.uids, uids.lock_dir)
         sandbox = await asyncio.to_thread(build_sandbox, settings)
-        holder.service = RunnerService(
+        runner = RunnerService(
             sandbox,
             Slots(settings.slots, settings.busy_retry_after_s),
             Path(settings.state_dir),
@@ -85,27 +76,27 @@ def create_app(settings: RunnerSettings | None = None) -> FastAPI:
                 output_bytes=settings.compile_output_bytes,
             ),
             uids=uids,
-            metrics=RunnerMetrics(rt.metrics.registry, rt.metrics.prefix),
+            metrics=metrics,
         )
+        service.set(runner)
         log.info(
             "runner: %s backend, %d slots, languages %s",
             sandbox.name,
             settings.slots,
-            [lang.value for lang in holder.service.languages()],
+            [lang.value for lang in runner.languages()],
         )
 
         async def sandbox_ready() -> bool:
-            return holder.get().sandbox.ready()[0]
+            return service().sandbox.ready()[0]
 
         rt.add_ready_check("sandbox", sandbox_ready)
 
-    return create_service_app(runtime, routers=[slots_router(holder.get)], on_startup=on_startup)
+    return create_service_app(runtime, routers=[slots_router(service)], on_startup=on_startup)
 
 
 def run() -> None:
     """Console entry point: `quiz-runner`."""
-    settings = RunnerSettings()
-    serve(create_app(settings), settings)
+    run_service(create_app, RunnerSettings())
 
 
 if __name__ == "__main__":

@@ -12,41 +12,33 @@
 
 from __future__ import annotations
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from quiz_servicekit.metrics import MetricSet, ServiceMetrics
 
 # A sandboxed "hello" costs tens of milliseconds: buckets dense there, up to the wall maxima.
 SANDBOX_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 20, 30)
 REQUEST_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120)
 
 
-class RunnerMetrics:
+class RunnerMetrics(MetricSet):
     """Every metric of the runner."""
 
-    def __init__(self, registry: CollectorRegistry | None = None, prefix: str = "quiz_runner"):
-        self.registry = registry or CollectorRegistry()
-        p, r = prefix, self.registry
-        self.slots = Gauge(f"{p}_slots", "Runner slots configured.", registry=r)
-        self.slots_busy = Gauge(f"{p}_slots_busy", "Runner slots running a request.", registry=r)
-        self.requests = Counter(
-            f"{p}_requests_total",
-            "runner.v1.run requests by outcome.",
-            ["language", "outcome"],
-            registry=r,
+    def __init__(self, base: ServiceMetrics | None = None) -> None:
+        super().__init__(base or ServiceMetrics("runner"))
+        self.slots = self.gauge("slots", "Runner slots configured.")
+        self.slots_busy = self.gauge("slots_busy", "Runner slots running a request.")
+        self.requests = self.counter(
+            "requests_total", "runner.v1.run requests by outcome.", ["language", "outcome"]
         )
-        self.request_seconds = Histogram(
-            f"{p}_request_seconds",
+        self.request_seconds = self.histogram(
+            "request_seconds",
             "runner.v1.run duration, compile plus cases.",
             ["language"],
             buckets=REQUEST_BUCKETS,
-            registry=r,
         )
-        self.cases = Counter(
-            f"{p}_cases_total", "Cases run, by how they ended.", ["outcome"], registry=r
-        )
-        self.sandbox_seconds = Histogram(
-            f"{p}_sandbox_seconds",
+        self.cases = self.counter("cases_total", "Cases run, by how they ended.", ["outcome"])
+        self.sandbox_seconds = self.histogram(
+            "sandbox_seconds",
             "One sandboxed process tree, start to end.",
             ["step"],
             buckets=SANDBOX_BUCKETS,
-            registry=r,
         )

@@ -1,0 +1,8 @@
+"""Alembic environment of poll: servicekit's, with its own version table and lock."""
+
+from __future__ import annotations
+
+from quiz_poll.models import SQLModel
+from quiz_servicekit.migrate import run_env
+
+run_env(SQLModel.metadata, version_table="alembic_version_poll", lock_id=7_301_071)
