@@ -119,7 +119,9 @@ async def test_picture_in_a_file_with_missing_and_invalid_pixels(runner: RunnerS
         RunRequest(
             language="python",
             files=[RunFile(path="main.py", content=src)],
-            picture=PictureSpec(width=2, height=2, palette="gray256", source="file", path="out.txt"),
+            picture=PictureSpec(
+                width=2, height=2, palette="gray256", source="file", path="out.txt"
+            ),
         )
     )
     pic = reply.picture
@@ -130,7 +132,7 @@ async def test_picture_in_a_file_with_missing_and_invalid_pixels(runner: RunnerS
 
 async def test_picture_in_c(runner: RunnerService) -> None:
     src = (
-        '#include <stdio.h>\nint main(){for(int y=0;y<3;y++){for(int x=0;x<3;x++)'
+        "#include <stdio.h>\nint main(){for(int y=0;y<3;y++){for(int x=0;x<3;x++)"
         'printf("%d ",!(x==1&&y==1));printf("\\n");}}\n'
     )
     reply = await runner.run(
