@@ -2,21 +2,24 @@
 
 heig-quiz `packages/qt-circuit/src/schema.ts` (CIRCUIT_CONFIG_VERSION 1), `library.ts` and
 `server.ts`. The box has four ports (`in+`, `in-`, `out+`, `out-`); the teacher sets the
-palette, the supplies, the stimuli (source, load, transient analysis) and how it is graded
-(`manual`, `simulation` against the reference under ngspice, or `llm`). The reference schematic
-is the key. The netlist is never stored: it is rebuilt from the schematic server-side.
+palette, the supplies, the stimuli (source, load, analysis) and how it is graded (`manual`,
+`simulation` against the reference under ngspice — a transient compared by RMS distance, or an
+AC sweep by a Bode envelope — or `llm`). The reference schematic is the key. The netlist is
+never stored: it is rebuilt from the schematic server-side.
 
 Draft:
 
     {"configVersion": 1, "prompt": "Réalisez un filtre passe-bas RC.", "stimuli": [],
-     "reference": null, "grading": {"mode": "manual", "tolerance": 0.05, "rubric": ""}}
+     "reference": null, "grading": {"mode": "manual", "tolerance": 0.05,
+     "bode": {"magDb": 1, "floorDb": 60, "phaseDeg": 10}, "rubric": ""}}
 """
 
 from __future__ import annotations
 
+import math
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, Discriminator, Field, Tag, model_validator
+from pydantic import AfterValidator, BeforeValidator, Discriminator, Field, Tag, model_validator
 
 from quiz_contracts.questions.common import (
     PROMPT_MAX,
@@ -79,10 +82,10 @@ Orientation = Annotated[
 
 
 def _tag(value: Any) -> str | None:
-    # "~" tags are dropped from error paths by read_draft (zod's paths carry no tag).
-    if isinstance(value, dict) and isinstance(value.get("kind"), str):
-        return "~" + value["kind"]
-    return None
+    # "~" tags are dropped from error paths by read_draft (zod's paths carry no tag); a model
+    # (when serializing) carries its kind as an attribute.
+    kind = value.get("kind") if isinstance(value, dict) else getattr(value, "kind", None)
+    return "~" + kind if isinstance(kind, str) else None
 
 
 class SchematicComponent(PlatformModel):
@@ -230,12 +233,50 @@ Load = Annotated[
 ]
 
 
-class Analysis(PlatformModel):
-    """The transient: end, samples dropped before `skipMs`, samples kept."""
+class TranAnalysis(PlatformModel):
+    """A transient: the time-domain window a waveform is compared over."""
 
+    kind: Literal["tran"]
     stop_ms: Annotated[float, Number(0.001, 1000)] = 5
     skip_ms: Annotated[float, Number(0, 1000)] = 0
     points: Annotated[int, int_in(50, 2000)] = 500
+
+
+class AcAnalysis(PlatformModel):
+    """A small-signal AC sweep (ADR-040): a Bode plot around the DC bias of a `dc` source."""
+
+    kind: Literal["ac"]
+    f_start_hz: Annotated[float, Number(0.01, 1e9)]
+    f_stop_hz: Annotated[float, Number(0.01, 1e9)]
+    points_per_decade: Annotated[int, int_in(5, 200)] = 20
+
+
+# The ceiling of ADR-019 on one simulation, which an AC sweep observes too.
+MAX_ANALYSIS_POINTS = 2000
+
+
+def ac_point_count(analysis: AcAnalysis) -> int:
+    """How many frequencies `.ac dec` produces: `pointsPerDecade` a decade, both ends included."""
+    decades = math.log10(analysis.f_stop_hz / analysis.f_start_hz)
+    return math.floor(decades * analysis.points_per_decade + 1e-9) + 1
+
+
+def _transient_by_default(value: Any) -> Any:
+    # A config written before the AC sweep has no `kind`: every one of them is a transient.
+    if isinstance(value, dict) and "kind" not in value:
+        return {**value, "kind": "tran"}
+    return value
+
+
+def _default_analysis() -> TranAnalysis:
+    return TranAnalysis(kind="tran")
+
+
+Analysis = Annotated[
+    Annotated[TranAnalysis, Tag("~tran")] | Annotated[AcAnalysis, Tag("~ac")],
+    Discriminator(_tag),
+    BeforeValidator(_transient_by_default),
+]
 
 
 class Stimulus(PlatformModel):
@@ -245,14 +286,25 @@ class Stimulus(PlatformModel):
     source: Source
     source_ohms: Annotated[float, Number(0, 1e9)] = 0
     load: Load
-    analysis: Analysis = Field(default_factory=Analysis)
+    analysis: Analysis = Field(default_factory=_default_analysis)
     points: Annotated[float, Number(0, 100)] = 1
     visible: bool = True
 
     @model_validator(mode="after")
-    def _skip_before_stop(self) -> Stimulus:
-        if self.analysis.skip_ms >= self.analysis.stop_ms:
-            refuse([Issue(("analysis", "skipMs"), "circuit.skip_after_stop")])
+    def _analysis_rules(self) -> Stimulus:
+        a = self.analysis
+        issues: list[Issue] = []
+        if isinstance(a, TranAnalysis):
+            if a.skip_ms >= a.stop_ms:
+                issues.append(Issue(("analysis", "skipMs"), "circuit.skip_after_stop"))
+        else:
+            if not isinstance(self.source, DcSource):
+                issues.append(Issue(("source",), "circuit.ac_needs_dc_source"))
+            if a.f_start_hz >= a.f_stop_hz:
+                issues.append(Issue(("analysis", "fStartHz"), "circuit.ac_start_after_stop"))
+            elif ac_point_count(a) > MAX_ANALYSIS_POINTS:
+                issues.append(Issue(("analysis", "pointsPerDecade"), "circuit.ac_too_many_points"))
+        refuse(issues)
         return self
 
 
@@ -270,11 +322,20 @@ class CircuitPalette(PlatformModel):
     max_components: Annotated[int, int_in(1, 30)] = 10
 
 
+class BodeTolerance(PlatformModel):
+    """The envelope an AC stimulus is judged by: in the grading block, never sent to students."""
+
+    mag_db: Annotated[float, Number(0.01, 40)] = 1
+    floor_db: Annotated[float, Number(1, 200)] = 60
+    phase_deg: Annotated[float, Number(0.1, 180)] | None = 10
+
+
 class Grading(PlatformModel):
-    """How the answer is graded; `tolerance` is the simulation's, `rubric` the grader's."""
+    """How the answer is graded: the simulation's tolerances, the grader's rubric."""
 
     mode: Literal["manual", "simulation", "llm"] = "manual"
     tolerance: Annotated[float, Number(0.001, 1)] = 0.05
+    bode: BodeTolerance = Field(default_factory=BodeTolerance)
     rubric: Annotated[str, Utf16(0, RUBRIC_MAX)] = ""
 
 
@@ -319,7 +380,12 @@ def empty_circuit_draft() -> dict[str, Any]:
         "commonGround": True,
         "stimuli": [],
         "reference": None,
-        "grading": {"mode": "manual", "tolerance": 0.05, "rubric": ""},
+        "grading": {
+            "mode": "manual",
+            "tolerance": 0.05,
+            "bode": {"magDb": 1, "floorDb": 60, "phaseDeg": 10},
+            "rubric": "",
+        },
         "showExpected": False,
         "simulationsPerMinute": 10,
     }
@@ -358,12 +424,8 @@ def circuit_to_student(config: CircuitConfig, view: StudentView) -> dict[str, An
 
 
 def circuit_to_solution(config: CircuitConfig) -> dict[str, Any]:
-    """`{reference, stimuli, grading}`."""
-    return {
-        "reference": config.reference.wire() if config.reference is not None else None,
-        "stimuli": [s.wire() for s in config.stimuli],
-        "grading": config.grading.wire(),
-    }
+    """`{reference}`: the key is the reference schematic alone (ADR-037)."""
+    return {"reference": config.reference.wire() if config.reference is not None else None}
 
 
 CIRCUIT_BUDGET = DraftBudget(text=PROMPT_MAX + RUBRIC_MAX + 64_000, values=16_000)

@@ -168,10 +168,10 @@ class LlmMatcher(PlatformModel):
 
 
 def _matcher_tag(value: Any) -> str | None:
-    # Tags carry a "~" so read_draft can drop them from error paths: zod's path has no tag.
-    if isinstance(value, dict) and isinstance(value.get("kind"), str):
-        return "~" + value["kind"]
-    return None
+    # "~" tags are dropped from error paths by read_draft (zod's paths carry no tag); a model
+    # (when serializing) carries its kind as an attribute.
+    kind = value.get("kind") if isinstance(value, dict) else getattr(value, "kind", None)
+    return "~" + kind if isinstance(kind, str) else None
 
 
 ShortMatcher = Annotated[
