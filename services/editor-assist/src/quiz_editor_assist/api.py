@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Depends, Request
 
-from quiz_contracts.errors import ContractError, ErrorCode
+from quiz_contracts.errors import ContractError, ErrorBody, ErrorCode
 from quiz_contracts.generate import GenerateAvailability, GenerateRequest, GenerateResult
 from quiz_editor_assist.service import GenerateService
 from quiz_servicekit.auth import Access, Identity, current_identity, require_grant
@@ -17,16 +17,30 @@ def generate_service(request: Request) -> GenerateService:
     return service
 
 
+def _error(description: str) -> dict[str, object]:
+    return {"model": ErrorBody, "description": description}
+
+
+# TODO(servicekit merge): the generate route's maximum body size is
+# quiz_contracts.generate.GENERATE_MAX_BODY_BYTES (4 MiB): the edge must refuse a longer body
+# with 413 `{code, message}` before reading it (issue 8, point 3); documented as 413 below.
 @router.post(
     "/questions/{id}/generate",
     response_model=GenerateResult,
+    summary="Complete the draft of a question (ADR-059, the wand)",
     responses={
-        401: {"description": "unauthorized"},
-        404: {"description": "not_found: no contributor grant on the question"},
-        409: {"description": "llm_not_configured"},
-        422: {"description": "statement_empty, item_not_empty"},
-        429: {"description": "llm_budget_exhausted, rate_limited"},
-        502: {"description": "llm_failed"},
+        400: _error("invalid_request: a body that is not a GenerateRequest"),
+        401: _error("unauthorized: no valid bearer token"),
+        404: _error("not_found: no contributor grant on the question"),
+        409: _error("llm_not_configured"),
+        413: _error("a body over GENERATE_MAX_BODY_BYTES"),
+        422: _error(
+            "generate_unsupported (a type or item without a wand), statement_empty, "
+            "item_not_empty, limit_exceeded (a statement over 20,000 characters, a draft larger "
+            "than its type allows, or one too large for the message bus)"
+        ),
+        429: _error("llm_budget_exhausted, rate_limited (with Retry-After)"),
+        502: _error("llm_failed"),
     },
 )
 async def generate(
@@ -43,7 +57,11 @@ async def generate(
     return await service.generate(access.grant.type, access.identity.sub, body)
 
 
-@router.get("/generate/availability", response_model=GenerateAvailability)
+@router.get(
+    "/generate/availability",
+    response_model=GenerateAvailability,
+    responses={401: _error("unauthorized: no valid bearer token")},
+)
 async def availability(
     _: Identity = Depends(current_identity),
     service: GenerateService = Depends(generate_service),

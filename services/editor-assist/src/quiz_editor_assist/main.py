@@ -6,6 +6,7 @@ from fastapi import FastAPI
 
 from quiz_editor_assist import api, handlers
 from quiz_editor_assist.config import Settings
+from quiz_editor_assist.docs import install_docs
 from quiz_editor_assist.metrics import EditorAssistMetrics
 from quiz_editor_assist.service import GenerateService
 from quiz_servicekit.app import ServiceRuntime, create_service_app, serve
@@ -32,6 +33,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             rt.add_endpoint(spec)
 
     app = create_service_app(runtime, routers=[api.router], on_startup=on_startup)
+    install_docs(app)
     return app
 
 
