@@ -22,6 +22,7 @@ from quiz_contracts.questions import (
     read_draft,
 )
 from quiz_contracts.questions.common import (
+    DRAFT_MAX_DEPTH,
     asset_links,
     js_number_text,
     js_trim,
@@ -152,7 +153,20 @@ def test_every_empty_draft_is_within_its_budget_and_a_huge_one_is_refused(name: 
         check_draft_size(name, {**qtype.empty_draft(), "prompt": "x" * (qtype.budget.text + 1)})
     assert exc.value.code == ErrorCode.limit_exceeded
     size = measure_draft({"a": ["bc", 1]})
-    assert (size.text, size.values) == (3, 4)
+    assert (size.text, size.values, size.depth) == (3, 4, 2)
+
+
+def test_a_draft_nested_deeper_than_any_config_is_refused() -> None:
+    deep: Any = "x"
+    for _ in range(DRAFT_MAX_DEPTH + 1):
+        deep = [deep]
+    with pytest.raises(ContractError) as exc:
+        check_draft_size("code", {"prompt": "P", "junk": deep})
+    assert exc.value.code == ErrorCode.limit_exceeded
+    very_deep: Any = "x"
+    for _ in range(100_000):  # iterative: no recursion limit is reached
+        very_deep = {"k": very_deep}
+    assert measure_draft(very_deep).depth == 100_000
 
 
 def test_draft_hash_is_canonical() -> None:

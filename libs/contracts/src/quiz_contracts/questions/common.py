@@ -350,9 +350,15 @@ class StudentView:
 # --- Draft budgets -------------------------------------------------------------------------------
 
 
+# The deepest valid config nests 7 levels (a diagram's `reference.nodes.0.pts.0.0`); a draft
+# nested deeper than this cannot become a valid question, whatever its type.
+DRAFT_MAX_DEPTH = 32
+
+
 @dataclass(frozen=True)
 class DraftBudget:
-    """The most a draft of a type can hold: characters of text (keys included) and JSON values.
+    """The most a draft of a type can hold: characters of text (keys included), JSON values,
+    and nesting depth.
 
     Each type derives its budget from its own limits (the largest valid config, with room for
     the keys): a draft over it cannot become a valid question, so it is refused before any
@@ -361,35 +367,38 @@ class DraftBudget:
 
     text: int
     values: int
+    depth: int = DRAFT_MAX_DEPTH
 
 
 @dataclass(frozen=True)
 class DraftSize:
-    """What a draft holds: UTF-16 units of every string and key, and every JSON value."""
+    """What a draft holds: UTF-16 units of every string and key, every JSON value, its depth."""
 
     text: int
     values: int
+    depth: int = 0
 
     def over(self, budget: DraftBudget) -> bool:
         """Whether this draft holds more than the budget allows."""
-        return self.text > budget.text or self.values > budget.values
+        return self.text > budget.text or self.values > budget.values or self.depth > budget.depth
 
 
 def measure_draft(value: Any, budget: DraftBudget | None = None) -> DraftSize:
-    """Count a JSON value's text and values, iteratively; stops early once over `budget`."""
-    text = values = 0
-    stack = [value]
+    """Count a JSON value's text, values and depth, iteratively; stops once over `budget`."""
+    text = values = deepest = 0
+    stack: list[tuple[Any, int]] = [(value, 0)]
     while stack:
-        item = stack.pop()
+        item, depth = stack.pop()
         values += 1
+        deepest = max(deepest, depth)
         if isinstance(item, str):
             text += utf16_len(item)
         elif isinstance(item, dict):
             for key, inner in item.items():
                 text += utf16_len(str(key))
-                stack.append(inner)
+                stack.append((inner, depth + 1))
         elif isinstance(item, list):
-            stack.extend(item)
-        if budget is not None and (text > budget.text or values > budget.values):
+            stack.extend((inner, depth + 1) for inner in item)
+        if budget is not None and DraftSize(text, values, deepest).over(budget):
             break
-    return DraftSize(text=text, values=values)
+    return DraftSize(text=text, values=values, depth=deepest)

@@ -138,9 +138,9 @@ def check_draft_size(type_name: str, config: Any) -> None:
     if size.over(qtype.budget):
         raise ContractError(
             ErrorCode.limit_exceeded,
-            f"The draft is larger than any {type_name} question can be "
-            f"(at most {qtype.budget.text:,} characters of text and {qtype.budget.values:,} "
-            "values).",
+            f"The draft is larger than any {type_name} question can be (at most "
+            f"{qtype.budget.text:,} characters of text, {qtype.budget.values:,} values, nested "
+            f"{qtype.budget.depth} deep).",
             details={"limit_text": qtype.budget.text, "limit_values": qtype.budget.values},
         )
 
