@@ -500,6 +500,8 @@ def test_realistic_instance_is_full_plausible_and_valid() -> None:
     cards = [card for column in built["columns"] for card in column["cards"]]
     assert len(cards) == 9 == len(set(cards)) and built["tolerance"] == 0
     assert [c["label"] for c in built["columns"]] == ["Group A", "Group B", "Group C"]
+    untyped = {"type": "object", "properties": {"findings": {"type": "array"}}}
+    assert realistic_instance(untyped) == {"findings": [{}, {}, {}]}
 
 
 def test_cli_serves_realistic_replies() -> None:

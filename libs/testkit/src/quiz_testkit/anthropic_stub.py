@@ -366,6 +366,8 @@ def _realistic(
         kind = next((k for k in kind if k != "null"), kind[0])
     if kind is None:
         kind = "object" if "properties" in schema else "array" if "items" in schema else None
+    if kind is None:
+        return {}  # an untyped schema takes anything: an empty object, as minimal_instance does
     if kind == "object":
         props: Mapping[str, Any] = schema.get("properties", {})
         return {
