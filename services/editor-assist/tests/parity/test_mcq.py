@@ -230,6 +230,12 @@ def test_multiple_mode_keeps_ticks_and_stops_at_twelve_thirteen_proposed_are_cut
     assert len(merged["choices"]) == 12 and read_draft("mcq", merged).valid
 
 
+def test_a_row_whose_text_is_not_text_is_kept_and_never_compared() -> None:
+    odd = {"text": [], "correct": True}
+    merged = merge_mcq_proposal(draft([odd, {"text": "", "correct": False}]), proposal(("x", True)))
+    assert merged["choices"] == [odd, {"text": "x", "correct": True}]
+
+
 def test_changes_nothing_but_the_choices() -> None:
     before = {
         **draft([{"text": "", "correct": True}]),

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -235,8 +236,33 @@ SETTING_KEYS = (
 @SETTINGS
 @given(data=st.data(), name=st.sampled_from(sorted(GENERATORS)))
 def test_merge_never_changes_what_the_teacher_wrote(data: st.DataObject, name: str) -> None:
-    draft = data.draw(DRAFTS[name], label="draft")
-    proposal = data.draw(proposal_for(name), label="proposal")
+    check_merge(data.draw(DRAFTS[name], label="draft"), data.draw(proposal_for(name)), name)
+
+
+@pytest.mark.parametrize(
+    ("name", "draft"),
+    [
+        ("mcq", {"choices": [{"text": []}]}),  # found by hypothesis: a text that is not text
+        ("mcq", {"choices": [{"text": 5, "correct": True}, {"text": ""}]}),
+        ("categorize", {"columns": [{"label": 3, "cards": 4}], "cards": [{"text": []}]}),
+        ("short", {"matchers": [{"kind": "exact", "value": []}, {"value": {}}]}),
+        ("code", {"tests": {"cases": [{"name": [], "args": "x"}]}, "referenceSolution": 1}),
+    ],
+)
+def test_merge_keeps_values_of_the_wrong_type(name: str, draft: dict[str, Any]) -> None:
+    proposals = {
+        "mcq": {"choices": [{"text": "a", "correct": True}]},
+        "categorize": {"columns": [{"label": "A", "cards": ["c"]}], "distractors": ["d"]},
+        "short": {"answers": [{"value": "v"}]},
+        "code": {
+            "referenceSolution": "r",
+            "cases": [{"name": "n", "stdin": "", "args": [], "visible": True}],
+        },
+    }
+    check_merge(draft, proposals[name], name)
+
+
+def check_merge(draft: dict[str, Any], proposal: Any, name: str) -> None:
     snapshot = as_json(draft)
     merged = GENERATORS[name].merge(draft, proposal if isinstance(proposal, dict) else {})
     assert as_json(draft) == snapshot  # pure: the input is not mutated

@@ -71,7 +71,9 @@ def _single(config: Mapping[str, Any]) -> bool:
 
 
 def _written(choice: Any) -> bool:
-    return isinstance(choice, dict) and not blank_text(choice.get("text"))
+    # A text of another type (garbage in a draft) is neither written nor empty: it is kept.
+    text = choice.get("text") if isinstance(choice, dict) else None
+    return isinstance(text, str) and bool(js_trim(text))
 
 
 def _empty_row(choice: Any) -> bool:
