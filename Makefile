@@ -7,9 +7,10 @@ export PATH := $(CURDIR)/.data/tools/bin:$(PATH)
 
 env: .venv/.synced
 
+# Set-up talks on stderr only, so `make -s token` prints the token alone even on a fresh clone.
 .venv/.synced: pyproject.toml uv.lock libs/*/pyproject.toml services/*/pyproject.toml
-	@command -v uv >/dev/null 2>&1 || python3 -m uv --version >/dev/null 2>&1 || python3 -m pip install --quiet uv
-	$(UV) sync --frozen --all-packages
+	@command -v uv >/dev/null 2>&1 || python3 -m uv --version >/dev/null 2>&1 || python3 -m pip install --quiet uv >&2
+	@echo "$(UV) sync --frozen --all-packages" >&2; $(UV) sync --frozen --all-packages >&2
 	@touch $@
 
 run: env
@@ -33,6 +34,7 @@ unit: env
 bench: env
 	@for b in bench/*.py; do echo "== $$b"; $(UV) run --no-sync python $$b || exit 1; done
 
+# `make -s token` prints the token alone: TOKEN=$$(make -s token GRANTS='question:42=contributor:mcq').
 token: env
 	@$(UV) run --no-sync python scripts/devtoken.py --sub "$${SUB:-teacher-1}" --grants "$${GRANTS:-}"
 

@@ -13,6 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from quiz_contracts.questions.code import empty_code_draft
 from quiz_testkit.anthropic_stub import AnthropicStub, StubReply
 from quiz_testkit.jwt_keys import SigningKeys
 from quiz_testkit.nats_server import free_port
@@ -95,20 +96,26 @@ def test_code_question_generated_and_settled_through_the_api_gateway(
 ) -> None:
     base, keys = platform
     token = keys.mint("teacher-e2e", {"question:42": {"role": "contributor", "type": "code"}})
+    cases = [
+        {"name": "three", "stdin": "3\n", "args": [], "visible": True},
+        {"name": "ten", "stdin": "10\n", "args": [], "visible": False},
+    ]
     stub.script(
         StubReply.tool(
             {
-                "reference": "n = int(input())\nprint(n * n)\n",
-                "cases": [{"name": "three", "stdin": "3\n"}, {"name": "ten", "stdin": "10\n"}],
+                "proposal": {
+                    "referenceSolution": "n = int(input())\nprint(n * n)\n",
+                    "cases": cases,
+                },
                 "explanation": "Square the number read.",
             }
         )
     )
+    # A fresh code draft in the platform's shape (emptyCodeConfig), with a statement.
     draft = {
+        **empty_code_draft(),
         "prompt": "Read n and print n squared.",
         "language": "python",
-        "reference": "",
-        "cases": [],
     }
     traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
     r = httpx.post(
@@ -119,7 +126,7 @@ def test_code_question_generated_and_settled_through_the_api_gateway(
     )
     assert r.status_code == 200, r.text
     body = r.json()
-    outputs = {c["name"]: c["expected_stdout"] for c in body["config"]["cases"]}
+    outputs = {c["name"]: c["expected"] for c in body["config"]["tests"]["cases"]}
     assert outputs == {"three": "9\n", "ten": "100\n"}
     assert body["explanation"] == "Square the number read."
     assert body["incomplete"] is None

@@ -1,4 +1,9 @@
-"""The registry-wide leak test: no key reaches a student view (invariant 4, ADR-071 §1)."""
+"""The registry-wide leak test: no key reaches a student view (invariant 4, ADR-071 §1).
+
+Two independent checks on every student view, as heig-quiz's own `toStudent.test.ts` of each
+type does: no forbidden key anywhere, and no planted secret VALUE (which catches a leak that
+renamed a field). A third: two configs that differ only in their key give the same view.
+"""
 
 from __future__ import annotations
 
@@ -9,10 +14,16 @@ from typing import Any
 
 import pytest
 
-from quiz_contracts.questions import QUESTION_TYPES, STAFF_ONLY_KEYS, question_type
+from quiz_contracts.questions import (
+    QUESTION_TYPES,
+    STAFF_ONLY_KEYS,
+    StudentView,
+    question_type,
+)
 from quiz_contracts.questions.common import keys_in
 
 SECRET = "S3CRET-7f1c"
+VIEWS = [StudentView(), StudentView(seed=7, item_id="i", shuffle=True)]
 
 
 def leaks(view: Any, forbidden: frozenset[str], secret: str | None = None) -> list[str]:
@@ -23,111 +34,126 @@ def leaks(view: Any, forbidden: frozenset[str], secret: str | None = None) -> li
     return found
 
 
-# One config per keyed type with SECRET planted in every key field that holds text.
+# One config per keyed type, in the platform's shape, SECRET planted in every key field of text.
 def _mcq(secret: str) -> dict[str, Any]:
     return {
+        "configVersion": 2,
         "prompt": "Capitale de la France ?",
         "mode": "single",
-        "choices": [
-            {"id": "c1", "text": "Paris", "correct": True},
-            {"id": "c2", "text": "Lyon", "correct": False},
-        ],
+        "policy": "symmetric",
+        "choices": [{"text": "Paris", "correct": True}, {"text": "Lyon", "correct": False}],
     }
 
 
 def _short(secret: str) -> dict[str, Any]:
     return {
+        "configVersion": 3,
         "prompt": "Mot de passe ?",
-        "kind": "text",
         "matchers": [
-            {"id": "m1", "kind": "text", "value": secret},
-            {"id": "m2", "kind": "text", "value": f"{secret}-bis", "case_sensitive": True},
+            {"kind": "exact", "value": secret},
+            {"kind": "regex", "pattern": f"{secret}-[0-9]+"},
+            {"kind": "llm", "rubric": secret},
         ],
     }
 
 
 def _rich(secret: str) -> dict[str, Any]:
-    return {"prompt": "Discutez.", "reference": secret, "rubric": f"- {secret}"}
+    return {"configVersion": 1, "prompt": "Discutez.", "reference": secret, "rubric": f"- {secret}"}
 
 
 def _categorize(secret: str) -> dict[str, Any]:
     return {
+        "configVersion": 1,
         "prompt": "Triez.",
-        "columns": [{"id": "k1", "label": "Fruits"}, {"id": "k2", "label": "Légumes"}],
+        "policy": "all_or_nothing",
+        "columns": [
+            {"id": "fru1aaaa", "label": "Fruits", "cards": ["pom1aaaa"]},
+            {"id": "leg1aaaa", "label": "Légumes", "cards": ["poi1aaaa"]},
+        ],
         "cards": [
-            {"id": "a", "text": "Pomme", "column_id": "k1"},
-            {"id": "b", "text": "Poireau", "column_id": "k2"},
-            {"id": "c", "text": "Caillou", "column_id": None},
+            {"id": "pom1aaaa", "text": "Pomme"},
+            {"id": "poi1aaaa", "text": "Poireau"},
+            {"id": "cai1aaaa", "text": "Caillou"},
         ],
     }
 
 
 def _code(secret: str) -> dict[str, Any]:
     return {
+        "configVersion": 1,
         "prompt": "Affichez le mot.",
         "language": "python",
-        "template": "def main():\n    @@edit\nmain()",
-        "reference": f"print({secret!r})",
-        "cases": [
-            {"name": "visible", "stdin": "1", "visible": True, "expected_stdout": "ok\n"},
-            {
-                "name": "hidden",
-                "stdin": secret,
-                "args": [secret],
-                "visible": False,
-                "expected_stdout": secret,
-                "expected_exit_code": 3,
-            },
-        ],
+        "template": "def main():\n# @@lock\n    pass\n# @@endlock\nmain()\n",
+        "referenceSolution": f"print({secret!r})\n# @@next\nprint(1)",
+        "compileArgs": f"-D{secret}",
+        "files": [{"name": "data.txt", "content": secret}],
+        "tests": {
+            "mode": "io",
+            "cases": [
+                {"name": "visible", "stdin": "1", "expected": "ok\n", "visible": True},
+                {
+                    "name": f"hidden-{secret}",
+                    "stdin": secret,
+                    "args": [secret],
+                    "expected": secret,
+                    "expectedExitCode": 3,
+                },
+            ],
+        },
     }
 
 
 def _codeimage(secret: str) -> dict[str, Any]:
     return {
+        "configVersion": 1,
         "prompt": "Dessinez un carré.",
         "language": "python",
-        "reference": f"# {secret}\nprint('P3 2 2 255')",
-        "width": 2,
-        "height": 2,
+        "referenceSolution": f"# {secret}\nprint('1 1 1 1 0 1 1 1 1')",
+        "compileArgs": secret,
+        "image": {"width": 3, "height": 3, "palette": "bw"},
+        "target": {"width": 3, "height": 3, "palette": "bw", "pixels": "111101111"},
     }
 
 
 def _cloze(secret: str) -> dict[str, Any]:
-    return {"text": f"La capitale est {{{{{secret}|{secret}-alt}}}}. Et {{{{{secret}2}}}}."}
+    return {
+        "configVersion": 2,
+        "text": f"La capitale est {{{{{secret}|{secret}-alt}}}}. "
+        f"Et {{{{/{secret}/}}}} {{{{#42:1}}}}.",
+    }
 
 
 def _circuit(secret: str) -> dict[str, Any]:
     return {
-        "prompt": "Construisez un ET.",
-        "inputs": ["A", "B"],
-        "outputs": ["S"],
-        "gates": ["and", "or", "not"],
-        "expected": {"S": "0001"},
+        "configVersion": 1,
+        "prompt": "Construisez un diviseur.",
+        "grading": {"mode": "simulation", "tolerance": 0.05, "rubric": secret},
+        "stimuli": [
+            {"name": "shown", "source": {"kind": "dc", "volts": 5}, "load": {"kind": "open"}},
+            {
+                "name": secret,
+                "source": {"kind": "dc", "volts": 1},
+                "load": {"kind": "open"},
+                "visible": False,
+            },
+        ],
         "reference": {
-            "nodes": [
-                {"id": "n1", "kind": "input", "label": "A"},
-                {"id": "n2", "kind": "input", "label": "B"},
-                {"id": "n3", "kind": "gate", "gate": "and", "label": secret},
-                {"id": "n4", "kind": "output", "label": "S"},
-            ],
-            "wires": [
-                {"id": "w1", "source": "n1", "target": "n3"},
-                {"id": "w2", "source": "n2", "target": "n3"},
-                {"id": "w3", "source": "n3", "target": "n4"},
-            ],
+            "components": [{"id": "c1", "kind": "R", "x": 100, "y": 100, "name": "Rsecret"}],
+            "wires": [],
         },
     }
 
 
 def _diagram(secret: str) -> dict[str, Any]:
     return {
-        "prompt": "Placez les étiquettes. ![](asset:heart.png)",
-        "image": "asset:heart.png",
-        "zones": [
-            {"id": "z1", "x": 10, "y": 10, "width": 20, "height": 10, "label": "Aorte"},
-            {"id": "z2", "x": 50, "y": 60, "width": 20, "height": 10, "label": "Ventricule"},
-        ],
-        "distractors": ["Rein"],
+        "configVersion": 1,
+        "prompt": "Dessinez les classes.",
+        "kind": "class",
+        "reference": {
+            "nodes": [{"id": "abcd0001", "t": "class", "x": 0, "y": 0, "name": secret}],
+            "links": [],
+        },
+        "rubric": secret,
     }
 
 
@@ -142,41 +168,36 @@ PLANTED: dict[str, Callable[[str], dict[str, Any]]] = {
     "circuit": _circuit,
     "diagram": _diagram,
 }
-
 # Types whose key is a text the fixture could plant SECRET into.
-TEXT_KEYED = {"short", "rich", "code", "codeimage", "cloze", "circuit"}
+TEXT_KEYED = {"short", "rich", "code", "codeimage", "cloze", "diagram"}
 
 
 def _key_variants(name: str) -> list[dict[str, Any]]:
     """Configs of a type that differ ONLY in their key: a student view must not tell them apart."""
     base = PLANTED[name](SECRET)
-    variants = [base]
     other = copy.deepcopy(base)
     if name == "mcq":
         other["choices"][0]["correct"], other["choices"][1]["correct"] = False, True
     elif name == "short":
-        other["matchers"] = [{"id": "m9", "kind": "text", "value": "autre"}]
+        other["matchers"] = [{"kind": "exact", "value": "autre"}]
     elif name == "rich":
         other["reference"], other["rubric"] = "x", ""
     elif name == "categorize":
-        for card, column in zip(other["cards"], ["k2", None, "k1"], strict=True):
-            card["column_id"] = column
+        other["columns"][0]["cards"], other["columns"][1]["cards"] = ["cai1aaaa"], ["pom1aaaa"]
     elif name == "code":
-        other["reference"] = "print(0)"
-        other["cases"][1].update(stdin="z", args=[], expected_stdout="", expected_exit_code=0)
+        other["referenceSolution"] = "print(0)\n# @@next\nprint(2)"
+        other["tests"]["cases"][1].update(stdin="z", args=[], expected="", expectedExitCode=0)
     elif name == "codeimage":
-        other["reference"] = "print(1)"
+        other["referenceSolution"] = "print(1)"
     elif name == "cloze":
-        other["text"] = "La capitale est {{Paris}}. Et {{x|y|z}}."
+        other["text"] = "La capitale est {{Paris}}. Et {{/x+/}} {{#7:0}}."
     elif name == "circuit":
-        other["expected"] = {"S": "0111"}
         other["reference"] = None
+        other["grading"] = {"mode": "manual", "tolerance": 0.5, "rubric": ""}
     elif name == "diagram":
-        zones = other["zones"]
-        zones[0]["label"], zones[1]["label"] = "Ventricule", "Rein"
-        other["distractors"] = ["Aorte"]
-    variants.append(other)
-    return variants
+        other["reference"] = {"nodes": [], "links": []}
+        other["rubric"] = ""
+    return [base, other]
 
 
 def test_every_type_has_a_leak_fixture() -> None:
@@ -189,13 +210,14 @@ def test_only_mcq_short_and_cloze_take_variables() -> None:
     assert takes == {"mcq", "short", "cloze"}  # ADR-056
 
 
+@pytest.mark.parametrize("view", VIEWS, ids=["preview", "shuffled"])
 @pytest.mark.parametrize("name", sorted(PLANTED))
-def test_to_student_never_holds_the_key(name: str) -> None:
+def test_to_student_never_holds_the_key(name: str, view: StudentView) -> None:
     qtype = question_type(name)
     config = PLANTED[name](SECRET)
-    student = qtype.to_student(config)
+    student = qtype.to_student(config, view)
     assert leaks(student, qtype.forbidden_student_keys, SECRET) == []
-    assert qtype.forbidden_student_keys >= STAFF_ONLY_KEYS
+    assert qtype.forbidden_student_keys >= STAFF_ONLY_KEYS - {"expected"}
     solution = qtype.to_solution(config)
     assert solution is not None
     if name in TEXT_KEYED:
@@ -203,11 +225,13 @@ def test_to_student_never_holds_the_key(name: str) -> None:
         assert SECRET in json.dumps(solution, ensure_ascii=False)
 
 
+@pytest.mark.parametrize("view", VIEWS, ids=["preview", "shuffled"])
 @pytest.mark.parametrize("name", sorted(PLANTED))
-def test_student_view_is_the_same_whatever_the_key(name: str) -> None:
+def test_student_view_is_the_same_whatever_the_key(name: str, view: StudentView) -> None:
     qtype = question_type(name)
-    views = [qtype.to_student(v) for v in _key_variants(name)]
-    solutions = [qtype.to_solution(v) for v in _key_variants(name)]
+    variants = _key_variants(name)
+    views = [qtype.to_student(v, view) for v in variants]
+    solutions = [qtype.to_solution(v) for v in variants]
     assert views[0] == views[1]
     assert solutions[0] != solutions[1]
 
@@ -224,13 +248,11 @@ def test_brainstorm_exception() -> None:
     """ADR-071 §1: no key to plant; to_solution is null and the whole config would be caught."""
     qtype = question_type("brainstorm")
     assert qtype.has_key is False
-    config = {"prompt": "Un mot pour la respiration ?", "max_ideas": 5}
+    config = {"configVersion": 1, "prompt": "Un mot pour la respiration ?", "maxIdeas": 5}
     assert qtype.to_solution(config) is None
     student = qtype.to_student(config)
-    assert student == {"prompt": "Un mot pour la respiration ?", "max_ideas": 5}
+    assert student == {"prompt": "Un mot pour la respiration ?", "maxIdeas": 5}
     assert leaks(student, qtype.forbidden_student_keys) == []
-    # A question is served from its stored form, config beside explanation: serving that whole
-    # would be caught by a forbidden key, and whatever a draft carries besides is dropped.
     stored = {"config": config, "explanation": "Pas de bonne réponse."}
     assert leaks(stored, qtype.forbidden_student_keys) == ["explanation"]
     raw = {**config, "reference": SECRET, "explanation": SECRET}
@@ -240,10 +262,5 @@ def test_brainstorm_exception() -> None:
 
 def test_code_hidden_cases_are_only_counted() -> None:
     student = question_type("code").to_student(_code(SECRET))
-    assert [c["name"] for c in student["cases"]] == ["visible"]
-    assert student["hidden_cases"] == 1
-
-
-def test_categorize_cards_are_not_in_column_order() -> None:
-    student = question_type("categorize").to_student(_categorize(SECRET))
-    assert [c["text"] for c in student["cards"]] == ["Caillou", "Poireau", "Pomme"]
+    assert [c["name"] for c in student["visibleCases"]] == ["visible"]
+    assert (student["hiddenCount"], student["hiddenPoints"]) == (1, 1)

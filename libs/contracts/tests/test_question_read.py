@@ -1,4 +1,8 @@
-"""Drafts are read defensively (D16); the config models' rules; the code template format."""
+"""Drafts are read defensively (D16); the platform's JavaScript text and number rules; budgets.
+
+The golden values of the JavaScript rules (trim, String(number), the seeded shuffle) were
+computed with Node on heig-quiz's own `packages/core/src/rng.ts` and frozen here.
+"""
 
 from __future__ import annotations
 
@@ -10,11 +14,25 @@ from hypothesis import strategies as st
 
 from quiz_contracts.errors import ContractError, ErrorCode
 from quiz_contracts.generate import GenerateRequest, GenerateResult, draft_hash
-from quiz_contracts.questions import QUESTION_TYPES, question_type, read_draft
-from quiz_contracts.questions.cloze import blank_answers
-from quiz_contracts.questions.code import assemble, reference_regions, template_regions
-from quiz_contracts.questions.common import asset_links, parameters
-from quiz_contracts.questions.short import read_value
+from quiz_contracts.pictures import encode_pixels, image_string_issue
+from quiz_contracts.questions import (
+    QUESTION_TYPES,
+    check_draft_size,
+    question_type,
+    read_draft,
+)
+from quiz_contracts.questions.common import (
+    DRAFT_MAX_DEPTH,
+    asset_links,
+    js_number_text,
+    js_trim,
+    measure_draft,
+    parameters,
+    same_text,
+    utf16_cut,
+    utf16_len,
+)
+from quiz_contracts.questions.rng import seeded_shuffle, stream_seed
 
 json_values = st.recursive(
     st.none()
@@ -26,8 +44,9 @@ json_values = st.recursive(
     max_leaves=25,
 )
 field_names = st.sampled_from(
-    ["prompt", "mode", "choices", "matchers", "kind", "cases", "template", "reference", "text",
-     "columns", "cards", "width", "target", "max_ideas", "expected", "zones", "image", "id"]
+    ["configVersion", "prompt", "mode", "choices", "matchers", "kind", "tests", "template",
+     "referenceSolution", "text", "columns", "cards", "image", "target", "maxIdeas", "stimuli",
+     "reference", "constraints", "grading"]
 )  # fmt: skip
 drafts = st.dictionaries(field_names, json_values, max_size=8) | json_values
 
@@ -58,87 +77,59 @@ def test_unknown_type_is_invalid_request() -> None:
     assert exc.value.code == ErrorCode.invalid_request
 
 
-def test_problems_name_the_field() -> None:
-    matcher = {"id": "m1", "kind": "date", "value": "1789-7-14"}
-    reading = read_draft("short", {"prompt": "Date ?", "kind": "date", "matchers": [matcher]})
-    assert not reading.valid
-    assert reading.problems[0].path == "matchers.0"
-
-
-def _choice(choice_id: str, text: str, correct: bool = False) -> dict[str, Any]:
-    return {"id": choice_id, "text": text, "correct": correct}
+def test_problems_name_the_field_in_camel_case_without_union_tags() -> None:
+    matcher = {"kind": "date", "value": "1789-7-14"}
+    reading = read_draft("short", {"configVersion": 3, "prompt": "Date ?", "matchers": [matcher]})
+    assert [p.path for p in reading.problems] == ["matchers.0.value"]
+    reading = read_draft("code", {"configVersion": 1, "prompt": "P", "language": "c", "tests": {}})
+    assert {p.path for p in reading.problems} == {"tests.mode", "tests.cases"}
 
 
 @pytest.mark.parametrize(
-    ("config", "valid"),
-    [
-        ({"prompt": "Q", "choices": [_choice("a", "A", True), _choice("b", "B")]}, True),
-        ({"prompt": "Q", "choices": [_choice("a", "A", True), _choice("b", "B", True)]}, False),
-        (
-            {
-                "prompt": "Q",
-                "mode": "multiple",
-                "choices": [_choice("a", "A", True), _choice("b", "B", True)],
-            },
-            True,
-        ),
-        ({"prompt": "Q", "choices": [_choice("a", "A", True), _choice("a", "B")]}, False),
-        ({"prompt": "Q", "choices": [_choice("a", "A", True), _choice("b", " a ")]}, False),
-        ({"prompt": "  ", "choices": [_choice("a", "A", True), _choice("b", "B")]}, False),
-        ({"prompt": "Q", "choices": [_choice("a", "A", True), _choice("b", "")]}, False),
-    ],
+    ("text", "trimmed"),
+    [(" \ufeffa\u1680 ", "a"), ("\x1cx\x1c", "\x1cx\x1c"), ("\u3000 b\n", "b"), ("", "")],
 )
-def test_mcq_rules(config: dict[str, Any], valid: bool) -> None:
-    assert read_draft("mcq", config).valid is valid
+def test_javascript_trim(text: str, trimmed: str) -> None:
+    assert js_trim(text) == trimmed
+
+
+def test_comparison_form_and_utf16_lengths() -> None:
+    assert same_text("  Mont \t Blanc ") == same_text("mont blanc") == "mont blanc"
+    assert utf16_len("é😀") == 3
+    assert utf16_cut("ab😀", 3) == "ab"  # the pair is never split
+    assert utf16_cut("ab😀", 4) == "ab😀"
 
 
 @pytest.mark.parametrize(
-    ("kind", "value", "read"),
+    ("number", "text"),
     [
-        ("date", "1789-07-14", "1789-07-14"),
-        ("date", "14/07/1789", None),
-        ("date", "1789-02-30", None),
-        ("number", "3,14", "3.14"),
-        ("number", "-2e3", "-2e3"),
-        ("number", "abc", None),
-        ("number", "[[a+b]]", "[[a+b]]"),
-        ("text", "  Paris ", "Paris"),
-        ("text", "   ", None),
-        ("text", 5, None),
+        (0.1, "0.1"), (1e-7, "1e-7"), (1e21, "1e+21"),
+        (123456789012345680000.0, "123456789012345680000"),
+        (1e16, "10000000000000000"), (0.00001, "0.00001"), (-2.5e-10, "-2.5e-10"), (100, "100"),
+        (100.0, "100"), (1.5e300, "1.5e+300"), (5e-324, "5e-324"),
+    ],
+)  # fmt: skip
+def test_javascript_number_text(number: float, text: str) -> None:
+    assert js_number_text(number) == text
+
+
+@pytest.mark.parametrize(
+    ("seed", "item", "purpose", "hashed", "order"),
+    [
+        (7, "i", "choices", 1805868501, [11, 9, 5, 1, 0, 2, 8, 7, 3, 6, 10, 4]),
+        (0, "item-1", "choices", 2271561857, [2, 3, 7, 8, 5, 11, 4, 6, 0, 10, 1, 9]),
+        (123456789, "é😀", "cards", 3323792257, [6, 11, 5, 3, 0, 1, 10, 8, 4, 2, 9, 7]),
+        (42, "q", "options:0", 1528476057, [7, 2, 4, 11, 1, 6, 9, 8, 5, 10, 3, 0]),
     ],
 )
-def test_short_values_read_as_their_kind(kind: str, value: Any, read: str | None) -> None:
-    assert read_value(kind, value) == read
+def test_seeded_shuffles_match_the_platforms(
+    seed: int, item: str, purpose: str, hashed: int, order: list[int]
+) -> None:
+    assert stream_seed(seed, item, purpose) == hashed
+    assert seeded_shuffle(list(range(12)), hashed) == order
 
 
-def test_code_template_regions_and_the_next_cut() -> None:
-    template = "def f(x):\n    @@edit\n\ndef g():\n    @@edit\n"
-    assert template_regions(template) == 2
-    assert reference_regions(template, "return x") is None
-    regions = reference_regions(template, "y = x\nreturn y\n@@next\nreturn 1")
-    assert regions == ["y = x\nreturn y", "return 1"]
-    assert assemble(template, regions) == (
-        "def f(x):\n    y = x\n    return y\n\ndef g():\n    return 1\n"
-    )
-    assert template_regions("") == 1
-    assert reference_regions("", "print(1)") == ["print(1)"]
-
-
-def test_code_reference_must_fit_the_template() -> None:
-    base = {"prompt": "P", "language": "python", "cases": [{"name": "a"}]}
-    assert (
-        read_draft("code", {**base, "template": "@@edit\n@@edit", "reference": "x"}).valid is False
-    )
-    assert read_draft(
-        "code", {**base, "template": "@@edit\n@@edit", "reference": "x\n@@next\ny"}
-    ).valid
-    assert read_draft("code", {**base, "language": "cobol", "reference": "x"}).valid is False
-
-
-def test_cloze_blanks_and_parameters_and_assets() -> None:
-    assert blank_answers("{{a|b}} et {{ [[x+1]] }}") == [["a", "b"], ["[[x+1]]"]]
-    student = question_type("cloze").to_student({"text": "A {{a|b}} B {{c}}"})
-    assert student == {"text": "A {{1}} B {{2}}", "blanks": 2}
+def test_parameters_and_assets() -> None:
     assert parameters("Soit [[a]] et [[b+1]].") == ["a", "b+1"]
     assert asset_links("![fig](asset:img/fig-1.png) et asset:x") == [
         "asset:img/fig-1.png",
@@ -146,10 +137,36 @@ def test_cloze_blanks_and_parameters_and_assets() -> None:
     ]
 
 
-def test_brainstorm_max_ideas_bounds() -> None:
-    assert read_draft("brainstorm", {"prompt": "P"}).config.max_ideas == 5  # type: ignore[union-attr]
-    assert not read_draft("brainstorm", {"prompt": "P", "max_ideas": 11}).valid
-    assert not read_draft("brainstorm", {"prompt": "P", "max_ideas": 0}).valid
+def test_the_compact_picture_string() -> None:
+    assert encode_pixels([0, 1, None], "bw") == "01x"
+    assert image_string_issue("0101", 2, 2, "bw") is None
+    assert image_string_issue("010", 2, 2, "bw") == "target_size"
+    assert image_string_issue("01x1", 2, 2, "bw") == "target_value"
+    assert image_string_issue("0201", 2, 2, "bw") == "target_value"
+
+
+@pytest.mark.parametrize("name", sorted(QUESTION_TYPES))
+def test_every_empty_draft_is_within_its_budget_and_a_huge_one_is_refused(name: str) -> None:
+    qtype = question_type(name)
+    check_draft_size(name, qtype.empty_draft())
+    with pytest.raises(ContractError) as exc:
+        check_draft_size(name, {**qtype.empty_draft(), "prompt": "x" * (qtype.budget.text + 1)})
+    assert exc.value.code == ErrorCode.limit_exceeded
+    size = measure_draft({"a": ["bc", 1]})
+    assert (size.text, size.values, size.depth) == (3, 4, 2)
+
+
+def test_a_draft_nested_deeper_than_any_config_is_refused() -> None:
+    deep: Any = "x"
+    for _ in range(DRAFT_MAX_DEPTH + 1):
+        deep = [deep]
+    with pytest.raises(ContractError) as exc:
+        check_draft_size("code", {"prompt": "P", "junk": deep})
+    assert exc.value.code == ErrorCode.limit_exceeded
+    very_deep: Any = "x"
+    for _ in range(100_000):  # iterative: no recursion limit is reached
+        very_deep = {"k": very_deep}
+    assert measure_draft(very_deep).depth == 100_000
 
 
 def test_draft_hash_is_canonical() -> None:

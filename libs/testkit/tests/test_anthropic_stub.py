@@ -15,7 +15,12 @@ import httpx
 import jsonschema
 import pytest
 
-from quiz_testkit.anthropic_stub import AnthropicStub, StubReply, minimal_instance
+from quiz_testkit.anthropic_stub import (
+    AnthropicStub,
+    StubReply,
+    minimal_instance,
+    realistic_instance,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -468,7 +473,38 @@ def test_start_and_stop_are_idempotent_and_restart_keeps_the_port() -> None:
         assert response.json()["input_tokens"] >= 1
 
 
-def test_cli_serves_auto_replies() -> None:
+def test_realistic_instance_is_full_plausible_and_valid() -> None:
+    instance = realistic_instance(CHOICES_TOOL["input_schema"])
+    jsonschema.validate(instance, CHOICES_TOOL["input_schema"])
+    choices = instance["choices"]
+    assert len(choices) == 3 and [c["correct"] for c in choices] == [True, False, False]
+    assert len({c["text"] for c in choices}) == 3  # list elements never repeat one another
+    assert set(instance) == set(CHOICES_TOOL["input_schema"]["properties"])  # optional ones too
+    nested = {
+        "type": "object",
+        "properties": {
+            "columns": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "label": {"type": "string"},
+                        "cards": {"type": "array", "items": {"type": "string"}},
+                    },
+                },
+            },
+            "tolerance": {"anyOf": [{"type": "number"}, {"type": "null"}]},
+        },
+    }
+    built = realistic_instance(nested)
+    cards = [card for column in built["columns"] for card in column["cards"]]
+    assert len(cards) == 9 == len(set(cards)) and built["tolerance"] == 0
+    assert [c["label"] for c in built["columns"]] == ["Group A", "Group B", "Group C"]
+    untyped = {"type": "object", "properties": {"findings": {"type": "array"}}}
+    assert realistic_instance(untyped) == {"findings": [{}, {}, {}]}
+
+
+def test_cli_serves_realistic_replies() -> None:
     with AnthropicStub() as probe:
         port = probe.port  # a port that was free a moment ago
     proc = subprocess.Popen(
@@ -490,6 +526,7 @@ def test_cli_serves_auto_replies() -> None:
                     time.sleep(0.05)
         assert block.type == "tool_use"
         jsonschema.validate(block.input, CHOICES_TOOL["input_schema"])
+        assert block.input == realistic_instance(CHOICES_TOOL["input_schema"])
     finally:
         proc.terminate()
         proc.wait(10)

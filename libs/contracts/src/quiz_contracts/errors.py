@@ -26,6 +26,8 @@ class ErrorCode(StrEnum):
     runner_busy = "runner_busy"
     compile_failed = "compile_failed"
     partial = "partial"
+    # heig-quiz apps/api/src/modules/pool/generate.ts: a type (or an item) without a wand.
+    generate_unsupported = "generate_unsupported"
     # llm-gateway (ADR-058 as cited by ADR-059/060/071).
     llm_not_configured = "llm_not_configured"
     llm_budget_exhausted = "llm_budget_exhausted"
@@ -73,6 +75,7 @@ HTTP_STATUS: dict[ErrorCode, int] = {
     ErrorCode.runner_busy: 503,
     ErrorCode.compile_failed: 422,
     ErrorCode.partial: 422,
+    ErrorCode.generate_unsupported: 422,
     ErrorCode.llm_not_configured: 409,
     ErrorCode.llm_budget_exhausted: 429,
     ErrorCode.rate_limited: 429,

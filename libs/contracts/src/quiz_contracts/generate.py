@@ -1,8 +1,14 @@
 """ADR-059 "Generate": the wand's request, its result and its availability.
 
 `POST /app/api/questions/{id}/generate` takes a `GenerateRequest` (the editor's draft as it
-stands) and answers a `GenerateResult` (the merged draft). The result echoes `draft_hash`, the
-hash of the draft RECEIVED, so the editor drops a reply whose draft it has edited since (§3).
+stands, in the platform's config shape of the question's type: `quiz_contracts.questions`) and
+answers a `GenerateResult` (the merged draft). The result echoes `draft_hash`, the hash of the
+draft RECEIVED, so the editor drops a reply whose draft it has edited since (§3).
+
+Bounds (heig-quiz `apps/api/src/modules/pool/generate.ts` and the types' schemas): the output
+budget of one call is 12,000 tokens for the whole wand and 1,500 for one item; the statement is
+at most 20,000 characters and the whole draft at most what a valid config of its type holds
+(`QuestionType.budget`); the explanation at most 20,000 characters.
 """
 
 from __future__ import annotations
@@ -15,6 +21,17 @@ from pydantic import Field
 
 from quiz_contracts.base import WireModel
 from quiz_contracts.errors import ErrorCode
+from quiz_contracts.questions.mcq import MCQ_MAX_CHOICES
+
+# The model's output budgets, the platform's MAX_TOKENS: a program and its cases at worst.
+GENERATE_MAX_OUTPUT_TOKENS = 12_000
+GENERATE_ITEM_MAX_OUTPUT_TOKENS = 1_500
+EXPLANATION_MAX = 20_000
+# Only mcq has the wand of one element, and its list holds 12: the index is 0..11.
+ITEM_INDEX_MAX = MCQ_MAX_CHOICES - 1
+# The largest request body worth reading: the largest draft (a code question's budget, about
+# 1.3 M characters) at up to 3 bytes a character in JSON, the explanation, and room for keys.
+GENERATE_MAX_BODY_BYTES = 4 * 1024 * 1024
 
 
 def draft_hash(config: Any, explanation: str) -> str:
@@ -28,16 +45,22 @@ def draft_hash(config: Any, explanation: str) -> str:
         separators=(",", ":"),
         ensure_ascii=False,
     )
-    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+    return hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 class GenerateRequest(WireModel):
     """The draft to complete; `item` asks for one element only (the per-choice wand)."""
 
-    config: dict[str, Any] = Field(description="The draft config as it stands; may be invalid.")
-    explanation: str = Field(default="", max_length=20_000)
+    config: dict[str, Any] = Field(
+        description="The draft config as it stands, in the platform's shape of the question's "
+        "type (the grant's); may be invalid (D16)."
+    )
+    explanation: str = Field(default="", max_length=EXPLANATION_MAX)
     item: int | None = Field(
-        default=None, ge=0, description="Index of ONE empty element to fill (mcq: a choice)."
+        default=None,
+        ge=0,
+        le=ITEM_INDEX_MAX,
+        description="Index of ONE empty element to fill (mcq: a choice row).",
     )
 
 
@@ -45,7 +68,7 @@ class Incomplete(WireModel):
     """What is left to do after the merge: settle could not run or finish."""
 
     code: ErrorCode = Field(
-        description="draft_invalid, runner_unavailable, runner_busy, compile_failed or partial."
+        description="draft_invalid, runner_unavailable, compile_failed or partial."
     )
     message: str
 

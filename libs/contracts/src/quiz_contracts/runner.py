@@ -19,22 +19,23 @@ invalid byte written as `\\xNN` (readable, for display) and `stdout_b64` holds t
 `stderr`/`stderr_b64` and for `CompileResult.output`/`output_b64`. `CaseResult.stdout_bytes()`
 returns the exact bytes either way.
 
-Picture protocol (codeimage). With `picture` set, the program draws a `width`×`height` image as a
-PPM (Netpbm) file: binary `P6` or plain `P3`, header `P6 <width> <height> <maxval>` with
-maxval 1..255, then width×height RGB triples, row by row from the top left. It is read from the
-program's stdout (`source="stdout"`, the default) or from the file `path` relative to its work
-directory (`source="file"`; only a regular file, never a symlink). The runner decodes it against
-the expected size: a pixel the data does not reach (short data, smaller image) is *missing*; a
-value over maxval, a non-numeric P3 token, or a header that is not PPM makes pixels *invalid*
-(a wrong header counts every pixel invalid). Pixels outside the expected size are ignored and
-reported in `Picture.error`. The picture comes back as PNG (`data`, base64) of exactly
-`width`×`height` (missing/invalid pixels black), with `sha256` = hex SHA-256 of the
-canonical pixels (`"RGB8 <w> <h>\\n"` followed by the w×h×3 raw bytes, missing/invalid as 0), a
-hash that does not depend on the PNG encoder. The picture is the one the FIRST case draws (with
-no case given, the runner runs one case named "picture" with empty stdin) and comes back as
-`RunReply.picture`; in stdout mode that case's `stdout` is left empty (the image is the output)
-to keep replies small, and its picture is None only when the case produced no output at all
-(`missing_pixels` = width×height otherwise tells the same).
+Picture protocol (codeimage, heig-quiz `packages/qt-code/src/image/pixels.ts`). With `picture`
+set, the program prints the picture as `width × height` integers separated by any ASCII
+whitespace, row by row from the top left, in the palette `palette` (bw: 0 black, 1 white;
+color16: 0–15; gray256: 0–255). It prints them on stdout (`source="stdout"`, the default) or
+into the file `path` of its work directory (`source="file"`; a regular file only, never a
+symlink). The runner reads the first width × height tokens: a token that is not an integer of
+the palette's range (`+1`, `007` are integers; `1.0`, `a`, `256` in gray256 are not) is an
+*invalid* pixel; pixels the output never reached are *missing*; tokens after the last pixel are
+ignored and counted as *extra*. The reply's `Picture` is the platform's target shape
+`{width, height, palette, pixels}` — `pixels` in the compact encoding of
+`quiz_contracts.pictures`, `x` (`xx` in gray256) where a pixel is invalid or missing — plus
+`missing_pixels`, `invalid_pixels` and `extra_tokens`. Settle makes it the target only when no
+pixel is missing or invalid. The picture is the one the FIRST case draws (with no case given,
+the runner runs one case named `image` with empty stdin) and comes back as `RunReply.picture`;
+in stdout mode that case's `stdout` is left empty (the picture is the output) to keep replies
+small, and its picture is None only when the case produced no output at all
+(`missing_pixels` = width × height says the same).
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ from typing import Literal
 from pydantic import Field
 
 from quiz_contracts.base import WireModel
+from quiz_contracts.pictures import IMAGE_MAX_SIDE, Palette
 
 
 class RunLanguage(StrEnum):
@@ -128,10 +130,11 @@ RUN_LIMIT_MAXIMA = RunLimits(
 class PictureSpec(WireModel):
     """Ask for the picture the program draws (codeimage); protocol in the module docstring."""
 
-    width: int = Field(gt=0, le=1024)
-    height: int = Field(gt=0, le=1024)
+    width: int = Field(ge=1, le=IMAGE_MAX_SIDE)
+    height: int = Field(ge=1, le=IMAGE_MAX_SIDE)
+    palette: Palette = Field(description="bw (0–1), color16 (0–15) or gray256 (0–255).")
     source: Literal["stdout", "file"] = "stdout"
-    path: str = Field(default="picture.ppm", description="With source=file: relative path.")
+    path: str = Field(default="picture.txt", description="With source=file: relative path.")
 
 
 class RunRequest(WireModel):
@@ -160,16 +163,24 @@ class CompileResult(WireModel):
 
 
 class Picture(WireModel):
-    """The picture a case drew, decoded against the expected size."""
+    """The picture a case drew, read against the expected size: the platform's target shape."""
 
-    format: Literal["png"] = "png"
     width: int
     height: int
-    data: str = Field(description="PNG, base64.")
-    sha256: str = Field(description="Hex SHA-256 of the canonical pixels (module docstring).")
-    missing_pixels: int = 0
-    invalid_pixels: int = 0
+    palette: Palette
+    pixels: str = Field(
+        description="Compact encoding (quiz_contracts.pictures): one hex digit a pixel, two in "
+        "gray256; x (xx) where a pixel is invalid or missing."
+    )
+    missing_pixels: int = Field(default=0, description="Pixels the output never reached.")
+    invalid_pixels: int = Field(default=0, description="Tokens that are not a palette value.")
+    extra_tokens: int = Field(default=0, description="Tokens after the last pixel, ignored.")
     error: str | None = Field(default=None, description="Why pixels are missing or invalid.")
+
+    @property
+    def complete(self) -> bool:
+        """Every pixel holds a value of the palette: the picture can be a target."""
+        return self.missing_pixels == 0 and self.invalid_pixels == 0
 
 
 class CaseResult(WireModel):

@@ -23,9 +23,18 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-__all__ = ["AnthropicStub", "RecordedRequest", "StubReply", "main", "minimal_instance"]
+__all__ = [
+    "AnthropicStub",
+    "RecordedRequest",
+    "StubReply",
+    "main",
+    "minimal_instance",
+    "realistic_instance",
+]
 
-ReplyKind = Literal["tool", "malformed_tool", "text", "error", "slow", "auto", "callable", "raw"]
+ReplyKind = Literal[
+    "tool", "malformed_tool", "text", "error", "slow", "auto", "realistic", "callable", "raw"
+]
 
 # Error `type` the real API puts in the body for each status.
 ERROR_TYPES: dict[int, str] = {
@@ -125,6 +134,11 @@ class StubReply:
     def auto(cls) -> StubReply:
         """The minimal valid instance of the forced tool's schema, else a short text."""
         return cls("auto")
+
+    @classmethod
+    def realistic(cls) -> StubReply:
+        """A full, plausible instance of the forced tool's schema (`realistic_instance`)."""
+        return cls("realistic")
 
     @classmethod
     def callable(cls, fn: Callable[[dict[str, Any]], StubReply]) -> StubReply:
@@ -301,6 +315,93 @@ def _minimal(root: Mapping[str, Any], schema: Any, variant: int, depth: int) -> 
 def minimal_instance(schema: Mapping[str, Any]) -> Any:
     """The smallest value valid against a JSON Schema (the subset tool schemas use)."""
     return _minimal(schema, schema, 0, 0)
+
+
+# Plausible texts by property name, for `realistic_instance`: what a model would write there.
+_PLAUSIBLE: dict[str, Callable[[int], str]] = {
+    "text": lambda i: ["42", "24", "4.2", "420", "0.42"][i % 5],
+    "label": lambda i: f"Group {chr(65 + i % 26)}",
+    "name": lambda i: f"case {i + 1}",
+    "stdin": lambda i: f"{i + 1} {i + 2}\n",
+    "args": lambda i: f"--n={i + 1}",
+    "value": lambda i: ["42", "42.0", "forty-two"][i % 3],
+    "cards": lambda i: f"Card {i + 1}",
+    "distractors": lambda i: f"Distractor {i + 1}",
+    "reference": lambda i: "A model answer: the key idea, explained, with one example.",
+    "referenceSolution": lambda i: "print(sum(map(int, input().split())))\n",
+    "rubric": lambda i: "- States the key idea (2 pts)\n- Gives an example (1 pt)",
+    "explanation": lambda i: "The right answer follows from the statement's own data.",
+}
+
+
+def _realistic(
+    root: Mapping[str, Any],
+    schema: Any,
+    name: str,
+    index: int,
+    depth: int,
+    counts: dict[str, int],
+) -> Any:
+    if depth > _MAX_SCHEMA_DEPTH:
+        raise ValueError("schema too deep (recursive $ref with required fields?)")
+    if schema is True or not isinstance(schema, Mapping):
+        return {}
+    if "$ref" in schema:
+        target = dict(_resolve_ref(root, schema["$ref"]))
+        target.update({k: v for k, v in schema.items() if k != "$ref"})
+        return _realistic(root, target, name, index, depth + 1, counts)
+    if "const" in schema or "enum" in schema or "allOf" in schema:
+        return _minimal(root, schema, index, depth)
+    for combinator in ("anyOf", "oneOf"):
+        if combinator in schema:
+            branches = [
+                b
+                for b in schema[combinator]
+                if not (isinstance(b, Mapping) and b.get("type") == "null")
+            ]
+            first = (branches or schema[combinator])[0]
+            return _realistic(root, first, name, index, depth + 1, counts)
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        kind = next((k for k in kind if k != "null"), kind[0])
+    if kind is None:
+        kind = "object" if "properties" in schema else "array" if "items" in schema else None
+    if kind is None:
+        return {}  # an untyped schema takes anything: an empty object, as minimal_instance does
+    if kind == "object":
+        props: Mapping[str, Any] = schema.get("properties", {})
+        return {
+            key: _realistic(root, sub, key, index, depth + 1, counts) for key, sub in props.items()
+        }
+    if kind == "array":
+        count = max(schema.get("minItems", 0), min(3, schema.get("maxItems", 3)))
+        items = schema.get("items", {})
+        return [_realistic(root, items, name, i, depth + 1, counts) for i in range(count)]
+    if kind == "string":
+        if "format" in schema or "pattern" in schema:
+            return _minimal(root, schema, index, depth)
+        # Each text of a name gets the next value, so list elements never repeat one another.
+        seen = counts.get(name, 0)
+        counts[name] = seen + 1
+        text = _PLAUSIBLE.get(name, lambda i: f"Sample {name or 'text'} {i + 1}")(seen)
+        low, high = schema.get("minLength", 0), schema.get("maxLength")
+        text = text.ljust(low, ".")
+        return text[:high] if high is not None else text
+    if kind == "boolean":
+        return index == 0  # the first of a list is the right one: one key, the rest distractors
+    if kind in ("integer", "number"):
+        return 0 if name == "tolerance" else _minimal_number(schema, kind == "integer", index)
+    if kind == "null":
+        return None
+    raise ValueError(f"unsupported schema type {kind!r}")
+
+
+def realistic_instance(schema: Mapping[str, Any]) -> Any:
+    """A full instance of a JSON Schema with plausible values: every property, three items a
+    list, texts chosen by property name (`text`, `label`, `stdin`, `referenceSolution`…), the
+    first boolean of a list true. Schemas using `pattern` or `format` get the minimal value.
+    """
+    return _realistic(schema, schema, "", 0, 0, {})
 
 
 def _forced_tool(body: Mapping[str, Any]) -> Mapping[str, Any] | None:
@@ -622,6 +723,13 @@ class AnthropicStub:
 
     def _content(self, reply: StubReply, body: dict[str, Any]) -> tuple[list[Any], str]:
         forced = _forced_tool(body)
+        if reply.kind == "realistic":
+            if forced is not None:
+                reply = StubReply.tool(realistic_instance(forced.get("input_schema") or {}))
+            elif (schema := _output_schema(body)) is not None:
+                reply = StubReply.text(_dumps(realistic_instance(schema)))
+            else:
+                reply = StubReply.text(AUTO_TEXT)
         if reply.kind == "auto":
             if forced is not None:
                 reply = StubReply.tool(minimal_instance(forced.get("input_schema") or {}))
@@ -643,12 +751,16 @@ class AnthropicStub:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    """Serve the stub in the foreground with `auto()` replies until interrupted."""
+    """Serve the stub in the foreground, answering `realistic()` replies, until interrupted.
+
+    Without a script, every forced tool call gets a full, plausible, schema-valid input, so
+    `make run` with the stub shows real merges (ADR-059's wand fills choices, cases, columns).
+    """
     parser = argparse.ArgumentParser(prog="python -m quiz_testkit.anthropic_stub")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8199)
     args = parser.parse_args(argv)
-    stub = AnthropicStub(args.host, args.port, record_requests=False)
+    stub = AnthropicStub(args.host, args.port, default=StubReply.realistic(), record_requests=False)
     sock = stub._bind()
     print(f"anthropic stub listening on {stub.base_url}", file=sys.stderr, flush=True)
     # Foreground run in the main thread so uvicorn handles SIGINT/SIGTERM itself.

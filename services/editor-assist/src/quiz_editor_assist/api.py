@@ -1,14 +1,23 @@
-"""HTTP routes of the wand (ADR-059 §5): decode → call the service → encode."""
+"""HTTP routes of the wand: decode, call the service, encode. Nothing else."""
 
 from __future__ import annotations
 
 from fastapi import APIRouter, Depends
 
-from quiz_contracts.errors import ContractError, ErrorCode
-from quiz_contracts.generate import GenerateAvailability, GenerateRequest, GenerateResult
+from quiz_contracts.errors import ContractError, ErrorBody, ErrorCode
+from quiz_contracts.generate import (
+    GENERATE_MAX_BODY_BYTES,
+    GenerateAvailability,
+    GenerateRequest,
+    GenerateResult,
+)
 from quiz_editor_assist.service import GenerateService
 from quiz_servicekit.app import ServiceRef
 from quiz_servicekit.auth import Access, Identity, current_identity, require_grant
+
+
+def _error(description: str) -> dict[str, object]:
+    return {"model": ErrorBody, "description": description}
 
 
 def generate_router(generate_service: ServiceRef[GenerateService]) -> APIRouter:
@@ -18,14 +27,22 @@ def generate_router(generate_service: ServiceRef[GenerateService]) -> APIRouter:
     @router.post(
         "/questions/{id}/generate",
         response_model=GenerateResult,
+        summary="Complete the draft of a question (ADR-059, the wand)",
+        # The edge refuses a longer body with 413 before reading it (quiz_servicekit.http).
+        max_body_size=GENERATE_MAX_BODY_BYTES,
         responses={
-            401: {"description": "unauthorized"},
-            404: {"description": "not_found: no contributor grant on the question"},
-            409: {"description": "llm_not_configured"},
-            413: {"description": "payload_too_large"},
-            422: {"description": "statement_empty, item_not_empty"},
-            429: {"description": "llm_budget_exhausted, rate_limited"},
-            502: {"description": "llm_failed"},
+            400: _error("invalid_request: a body that is not a GenerateRequest"),
+            401: _error("unauthorized: no valid bearer token"),
+            404: _error("not_found: no contributor grant on the question"),
+            409: _error("llm_not_configured"),
+            413: _error("payload_too_large: a body over GENERATE_MAX_BODY_BYTES"),
+            422: _error(
+                "generate_unsupported (a type or item without a wand), statement_empty, "
+                "item_not_empty, limit_exceeded (a statement over 20,000 characters, a draft "
+                "larger than its type allows, or one too large for the message bus)"
+            ),
+            429: _error("llm_budget_exhausted, rate_limited (with Retry-After)"),
+            502: _error("llm_failed"),
         },
     )
     async def generate(
@@ -41,7 +58,11 @@ def generate_router(generate_service: ServiceRef[GenerateService]) -> APIRouter:
             )
         return await service.generate(access.grant.type, access.identity.sub, body)
 
-    @router.get("/generate/availability", response_model=GenerateAvailability)
+    @router.get(
+        "/generate/availability",
+        response_model=GenerateAvailability,
+        responses={401: _error("unauthorized: no valid bearer token")},
+    )
     async def availability(
         _: Identity = Depends(current_identity),
         service: GenerateService = Depends(generate_service),

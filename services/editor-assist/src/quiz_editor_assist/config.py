@@ -17,6 +17,5 @@ class Settings(ServiceSettings):
 
     # The model's whole turn, retries included, must fit: the teacher is waiting on the button.
     llm_deadline_s: float = Field(default=60.0, gt=0)
-    max_output_tokens: int = Field(default=4096, ge=256, le=64_000)
     # Compile once + every case under the runner's own limits, plus the queueing on NATS.
     runner_timeout_s: float = Field(default=45.0, gt=0)

@@ -6,6 +6,7 @@ from fastapi import FastAPI
 
 from quiz_editor_assist import api, handlers
 from quiz_editor_assist.config import Settings
+from quiz_editor_assist.docs import install_docs
 from quiz_editor_assist.metrics import EditorAssistMetrics
 from quiz_editor_assist.service import GenerateService
 from quiz_servicekit.app import ServiceRef, ServiceRuntime, create_service_app, run_service
@@ -30,9 +31,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     async def on_startup(rt: ServiceRuntime) -> None:
         service.set(GenerateService(rt.nc, settings, metrics))
 
-    return create_service_app(
-        runtime, routers=[api.generate_router(service)], on_startup=on_startup
-    )
+    app = create_service_app(runtime, routers=[api.generate_router(service)], on_startup=on_startup)
+    install_docs(app)
+    return app
 
 
 def run() -> None:

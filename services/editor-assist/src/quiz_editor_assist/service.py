@@ -19,6 +19,8 @@ from quiz_editor_assist.generators.pipeline import (
     prepare_generate,
     runner_failed,
     settle_reply,
+    too_large_for_the_model,
+    too_large_for_the_runner,
 )
 from quiz_editor_assist.generators.registry import generated_types
 from quiz_editor_assist.metrics import EditorAssistMetrics
@@ -53,43 +55,55 @@ class GenerateService:
     async def _generate(
         self, question_type: str, teacher: str, draft: GenerateRequest
     ) -> GenerateResult:
-        # A type without a generator is invalid_request, raised by prepare_generate.
+        # Refusals (no wand, blank or over-long statement, draft over its type's size, item
+        # not empty) all happen here, before anything is paid.
         call = prepare_generate(question_type, draft)
-        completion = await self._llm.complete(
-            CompleteRequest(
-                purpose=Purpose.generate,
-                user=teacher,
-                effort=Effort.low,
-                system=call.system,
-                messages=[LlmMessage(role="user", content=call.user)],
-                output_schema=call.output_schema,
-                max_output_tokens=self._settings.max_output_tokens,
-                request_id=f"generate-{uuid.uuid4()}",
-                deadline_s=self._settings.llm_deadline_s,
-            )
+        complete = CompleteRequest(
+            purpose=Purpose.generate,
+            user=teacher,
+            effort=Effort.low,
+            system=call.system,
+            messages=[LlmMessage(role="user", content=call.user)],
+            output_schema=call.output_schema,
+            max_output_tokens=call.max_output_tokens,
+            request_id=f"generate-{uuid.uuid4()}",
+            deadline_s=self._settings.llm_deadline_s,
         )
+        # No request may exceed what the NATS hop carries: say so instead of failing to send.
+        too_large = too_large_for_the_model(
+            len(complete.model_dump_json().encode()), self._nc.max_payload
+        )
+        if too_large is not None:
+            raise too_large
+        completion = await self._llm.complete(complete)
         config, explanation = apply_proposal(call, draft, completion.output)
         step = plan_settle(question_type, config)
         incomplete = list(step.incomplete)
-        if step.request is not None:
-            try:
-                reply = await request(
-                    self._nc,
-                    subjects.RUNNER_RUN,
-                    step.request,
-                    RunReply,
-                    timeout=self._settings.runner_timeout_s,
-                    unavailable_code=ErrorCode.runner_unavailable,
-                )
-            except ContractError as e:
-                self._metrics.settle_runs.labels(question_type, e.code.value).inc()
-                # A runner that does not answer in time is as good as absent for this call.
-                incomplete.append(runner_failed(None if e.code == ErrorCode.timeout else e))
+        if step.plan is not None:
+            run = step.plan.request
+            too_large = too_large_for_the_runner(
+                len(run.model_dump_json().encode()), self._nc.max_payload
+            )
+            if too_large is not None:
+                incomplete.append(too_large)
             else:
-                self._metrics.settle_runs.labels(question_type, "ok").inc()
-                config, left = settle_reply(question_type, config, reply)
-                incomplete.extend(left)
-        return generate_result(draft, config, explanation, incomplete)
+                try:
+                    reply = await request(
+                        self._nc,
+                        subjects.RUNNER_RUN,
+                        run,
+                        RunReply,
+                        timeout=self._settings.runner_timeout_s,
+                        unavailable_code=ErrorCode.runner_unavailable,
+                    )
+                except ContractError as e:
+                    self._metrics.settle_runs.labels(question_type, e.code.value).inc()
+                    incomplete.append(runner_failed(e))
+                else:
+                    self._metrics.settle_runs.labels(question_type, "ok").inc()
+                    config, left = settle_reply(question_type, config, step.plan, reply)
+                    incomplete.extend(left)
+        return generate_result(draft, config, explanation, incomplete, step.notices)
 
     async def availability(self) -> GenerateAvailability:
         """Whether to show the wand: a model can be called, and the types with a generator."""

@@ -19,9 +19,10 @@ from quiz_testkit.serving import serve_app
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 DRAFT = {
+    "configVersion": 2,
     "prompt": "Quelle est la capitale de la Suisse ?",
     "mode": "single",
-    "choices": [{"id": "a", "text": "Berne", "correct": True}, {"id": "b", "text": ""}],
+    "choices": [{"text": "Berne", "correct": True}, {"text": "", "correct": False}],
 }
 
 

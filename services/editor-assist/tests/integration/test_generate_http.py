@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import re
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
@@ -10,6 +12,15 @@ import httpx
 import pytest
 
 from quiz_contracts.generate import draft_hash
+from quiz_contracts.questions import question_type, read_draft
+from quiz_contracts.questions.code import (
+    CASE_EXPECTED_MAX,
+    CASE_STDIN_MAX,
+    CODE_MAX_CASES,
+    empty_code_draft,
+)
+from quiz_contracts.questions.common import PROMPT_MAX
+from quiz_contracts.questions.program import FILE_CONTENT_MAX, REFERENCE_MAX
 from quiz_editor_assist.config import Settings
 from quiz_editor_assist.main import create_app
 from quiz_testkit.anthropic_stub import AnthropicStub, StubReply
@@ -91,31 +102,35 @@ def last_request_body(stub: AnthropicStub) -> dict[str, Any]:
 
 
 MCQ_DRAFT = {
+    "configVersion": 2,
     "prompt": "Quelle est la capitale de la Suisse ?",
     "mode": "single",
-    "shuffle": True,
-    "choices": [
-        {"id": "a", "text": "Berne", "correct": True},
-        {"id": "b", "text": "", "correct": False},
-    ],
+    "policy": "inherit",
+    "shuffleChoices": True,
+    "choices": [{"text": "Berne", "correct": True}, {"text": "", "correct": False}],
 }
+
+
+def wand_output(proposal: dict[str, Any], explanation: str = "", **extra: Any) -> StubReply:
+    """The model's tool input: the type's proposal beside the explanation."""
+    return StubReply.tool({"proposal": proposal, "explanation": explanation, **extra})
 
 
 async def test_mcq_fills_the_empty_row_and_demotes_a_second_key(
     wand: str, stub: AnthropicStub, signing_keys: SigningKeys
 ) -> None:
     stub.script(
-        StubReply.tool(
+        wand_output(
             {
                 "choices": [
                     {"text": "Zurich", "correct": True},  # a second key in single mode
                     {"text": "Genève", "correct": False},
-                    {"text": "Berne", "correct": False},  # already written: never repeated
+                    {"text": " berne", "correct": False},  # already written: never repeated
                 ],
-                "explanation": "Berne est la ville fédérale.",
                 "prompt": "REWRITTEN",  # outside the narrow schema: no effect
                 "mode": "multiple",
-            }
+            },
+            "Berne est la ville fédérale.",
         )
     )
     r = await post_generate(
@@ -123,43 +138,79 @@ async def test_mcq_fills_the_empty_row_and_demotes_a_second_key(
     )
     assert r.status_code == 200, r.text
     body = r.json()
-    choices = body["config"]["choices"]
-    assert choices[0] == {"id": "a", "text": "Berne", "correct": True}
-    assert choices[1]["id"] == "b" and choices[1]["text"] == "Zurich"
-    assert choices[1]["correct"] is False  # demoted: the teacher's tick wins
-    assert [c["text"] for c in choices] == ["Berne", "Zurich", "Genève"]
-    assert body["config"]["prompt"] == MCQ_DRAFT["prompt"]
-    assert body["config"]["mode"] == "single"
+    assert body["config"]["choices"] == [
+        {"text": "Berne", "correct": True},
+        {"text": "Zurich", "correct": False},  # demoted: the teacher's tick wins
+        {"text": "Genève", "correct": False},
+    ]
+    assert {**body["config"], "choices": MCQ_DRAFT["choices"]} == MCQ_DRAFT
     assert body["explanation"] == "Berne est la ville fédérale."
     assert body["draft_hash"] == draft_hash(MCQ_DRAFT, "")
     assert body["incomplete"] is None
     sent = last_request_body(stub)
     assert sent["tool_choice"]["type"] == "tool"
     schema = sent["tools"][0]["input_schema"]
-    assert "prompt" not in schema.get("properties", {})
-    assert "mode" not in schema.get("properties", {})
-
-
-async def test_item_wand_fills_one_empty_choice_and_refuses_a_written_one(
-    wand: str, stub: AnthropicStub, signing_keys: SigningKeys
-) -> None:
-    token = teacher_token(signing_keys, "mcq")
-    stub.script(StubReply.tool({"text": "Lausanne", "correct": False}))
-    r = await post_generate(wand, token, {"config": MCQ_DRAFT, "explanation": "", "item": 1})
-    assert r.status_code == 200, r.text
-    assert r.json()["config"]["choices"][1]["text"] == "Lausanne"
-    r = await post_generate(wand, token, {"config": MCQ_DRAFT, "explanation": "", "item": 0})
-    assert r.status_code == 422
-    assert r.json()["code"] == "item_not_empty"
+    assert set(schema["properties"]) == {"proposal", "explanation"}
+    assert set(schema["properties"]["proposal"]["properties"]) == {"choices"}
 
 
 async def test_statement_empty_is_refused_before_any_model_call(
     wand: str, stub: AnthropicStub, signing_keys: SigningKeys
 ) -> None:
-    draft = {**MCQ_DRAFT, "prompt": "  "}
+    draft = {**MCQ_DRAFT, "prompt": " \u3000"}
     r = await post_generate(wand, teacher_token(signing_keys, "mcq"), {"config": draft})
     assert r.status_code == 422
     assert r.json()["code"] == "statement_empty"
+    assert stub.requests == []
+
+
+async def test_a_statement_over_the_platforms_limit_costs_nothing(
+    wand: str, stub: AnthropicStub, signing_keys: SigningKeys
+) -> None:
+    draft = {**MCQ_DRAFT, "prompt": "x" * (PROMPT_MAX + 1)}
+    r = await post_generate(wand, teacher_token(signing_keys, "mcq"), {"config": draft})
+    assert r.status_code == 422, r.text
+    assert r.json()["code"] == "limit_exceeded"
+    assert f"{PROMPT_MAX:,}" in r.json()["message"]
+    assert stub.requests == []
+
+
+async def test_a_draft_over_its_types_budget_costs_nothing(
+    wand: str, stub: AnthropicStub, signing_keys: SigningKeys
+) -> None:
+    budget = question_type("mcq").budget
+    draft = {**MCQ_DRAFT, "junk": "x" * (budget.text + 1)}
+    r = await post_generate(wand, teacher_token(signing_keys, "mcq"), {"config": draft})
+    assert (r.status_code, r.json()["code"]) == (422, "limit_exceeded")
+    draft = {**MCQ_DRAFT, "junk": [0] * (budget.values + 1)}
+    r = await post_generate(wand, teacher_token(signing_keys, "mcq"), {"config": draft})
+    assert (r.status_code, r.json()["code"]) == (422, "limit_exceeded")
+    assert stub.requests == []
+
+
+async def test_a_valid_draft_too_large_for_the_nats_hop_is_a_contract_error(
+    wand: str, stub: AnthropicStub, signing_keys: SigningKeys
+) -> None:
+    # The largest code question the platform accepts does not fit one NATS message (1 MiB):
+    # the wand says so, as JSON, before the model is paid, instead of a 500 from the bus.
+    draft = {
+        **empty_code_draft(),
+        "prompt": "Sum.",
+        "language": "python",
+        "referenceSolution": "r" * REFERENCE_MAX,
+        "template": "",
+        "files": [{"name": f"f{i}.txt", "content": "c" * FILE_CONTENT_MAX} for i in range(4)],
+    }
+    draft["tests"]["cases"] = [
+        {"name": f"c{i}", "stdin": "s" * CASE_STDIN_MAX, "expected": "e" * CASE_EXPECTED_MAX}
+        for i in range(CODE_MAX_CASES)
+    ]
+    assert question_type("code").validate(draft)
+    r = await post_generate(wand, teacher_token(signing_keys, "code"), {"config": draft})
+    assert r.status_code == 422, r.text[:300]
+    assert r.headers["content-type"].startswith("application/json")
+    assert r.json()["code"] == "limit_exceeded"
+    assert "message bus" in r.json()["message"]
     assert stub.requests == []
 
 
@@ -167,30 +218,32 @@ async def test_short_rich_categorize_merge_through_http(
     wand: str, stub: AnthropicStub, signing_keys: SigningKeys
 ) -> None:
     short = {
+        "configVersion": 3,
         "prompt": "Date de la prise de la Bastille ?",
         "kind": "date",
-        "matchers": [{"id": "m1", "kind": "date", "value": ""}],
+        "matchers": [{"kind": "date", "value": "", "toleranceDays": 0, "points": 1}],
     }
-    stub.script(StubReply.tool({"values": ["1789-07-14", "14 juillet 1789"]}))
+    stub.script(wand_output({"answers": [{"value": "1789-07-14"}, {"value": "14 juillet 1789"}]}))
     r = await post_generate(wand, teacher_token(signing_keys, "short"), {"config": short})
     assert r.status_code == 200, r.text
-    matchers = r.json()["config"]["matchers"]
-    assert [(m["kind"], m["value"]) for m in matchers] == [("date", "1789-07-14")]
+    assert r.json()["config"]["matchers"] == [
+        {"kind": "date", "value": "1789-07-14", "toleranceDays": 0, "points": 1}
+    ]
 
-    rich = {"prompt": "Explain photosynthesis.", "reference": "", "rubric": "Mine."}
-    stub.script(StubReply.tool({"reference": "Plants turn light into sugar.", "rubric": "Theirs."}))
+    rich = {"configVersion": 1, "prompt": "Explain photosynthesis.", "rubric": "Mine."}
+    stub.script(wand_output({"reference": "Plants turn light into sugar.", "rubric": "Theirs."}))
     r = await post_generate(wand, teacher_token(signing_keys, "rich"), {"config": rich})
     assert r.status_code == 200, r.text
-    assert r.json()["config"]["reference"] == "Plants turn light into sugar."
-    assert r.json()["config"]["rubric"] == "Mine."
+    assert r.json()["config"] == {**rich, "reference": "Plants turn light into sugar."}
 
     categorize = {
+        "configVersion": 1,
         "prompt": "Sort the animals.",
-        "columns": [{"id": "c1", "label": "Mammals"}],
-        "cards": [{"id": "k1", "text": "Dog", "column_id": "c1"}],
+        "columns": [{"id": "col1aaaa", "label": "Mammals", "cards": ["dog1aaaa"]}],
+        "cards": [{"id": "dog1aaaa", "text": "Dog"}],
     }
     stub.script(
-        StubReply.tool(
+        wand_output(
             {
                 "columns": [
                     {"label": "Mammals", "cards": ["Cat", "Dog"]},
@@ -203,58 +256,37 @@ async def test_short_rich_categorize_merge_through_http(
     r = await post_generate(wand, teacher_token(signing_keys, "categorize"), {"config": categorize})
     assert r.status_code == 200, r.text
     config = r.json()["config"]
-    labels = [c["label"] for c in config["columns"]]
-    assert labels == ["Mammals", "Birds"]
-    by_text = {c["text"]: c["column_id"] for c in config["cards"]}
-    assert by_text["Dog"] == "c1" and by_text["Cat"] == "c1"
-    assert by_text["Rock"] is None
+    assert [c["label"] for c in config["columns"]] == ["Mammals", "Birds"]
+    text = {c["id"]: c["text"] for c in config["cards"]}
+    assert [text[i] for i in config["columns"][0]["cards"]] == ["Dog", "Cat"]
+    assert [text[i] for i in config["columns"][1]["cards"]] == ["Eagle"]
     assert [c["text"] for c in config["cards"]].count("Dog") == 1
+    assert read_draft("categorize", config).valid
 
 
 CODE_DRAFT = {
+    **empty_code_draft(),
     "prompt": "Read two integers and print their sum.",
     "language": "python",
-    "template": "",
-    "reference": "",
-    "cases": [{"name": "", "stdin": "", "args": [], "expected_stdout": ""}],
 }
-
-
-async def test_code_settles_outputs_on_the_runner(
-    wand: str, stub: AnthropicStub, signing_keys: SigningKeys
-) -> None:
-    stub.script(
-        StubReply.tool(
-            {
-                "reference": "import sys\na, b = map(int, sys.stdin.read().split())\nprint(a + b)\n"
-                "sys.exit(3 if a + b < 0 else 0)\n",
-                "cases": [
-                    {"name": "small", "stdin": "1 2\n"},
-                    {"name": "negative", "stdin": "-5 1\n"},
-                ],
-            }
-        )
-    )
-    r = await post_generate(wand, teacher_token(signing_keys, "code"), {"config": CODE_DRAFT})
-    assert r.status_code == 200, r.text
-    body = r.json()
-    cases = {c["name"]: c for c in body["config"]["cases"]}
-    assert set(cases) == {"small", "negative"}  # the empty placeholder case went
-    assert cases["small"]["expected_stdout"] == "3\n"
-    assert cases["negative"]["expected_stdout"] == "-4\n"
-    assert cases["negative"]["expected_exit_code"] == 3
-    assert body["incomplete"] is None
 
 
 async def test_code_reference_that_does_not_compile_comes_back_incomplete(
     wand: str, stub: AnthropicStub, signing_keys: SigningKeys
 ) -> None:
     draft = {**CODE_DRAFT, "language": "c"}
-    stub.script(StubReply.tool({"reference": "int main( { return 0 }", "cases": [{"name": "one"}]}))
+    stub.script(
+        wand_output(
+            {
+                "referenceSolution": "int main( { return 0 }",
+                "cases": [{"name": "one", "stdin": "", "args": [], "visible": True}],
+            }
+        )
+    )
     r = await post_generate(wand, teacher_token(signing_keys, "code"), {"config": draft})
     assert r.status_code == 200, r.text
     body = r.json()
-    assert body["config"]["reference"] == "int main( { return 0 }"
+    assert body["config"]["referenceSolution"] == "int main( { return 0 }"
     assert [i["code"] for i in body["incomplete"]] == ["compile_failed"]
 
 
@@ -262,63 +294,42 @@ async def test_code_case_that_times_out_keeps_its_empty_output(
     wand: str, stub: AnthropicStub, signing_keys: SigningKeys
 ) -> None:
     stub.script(
-        StubReply.tool(
+        wand_output(
             {
-                "reference": "import sys\nline = sys.stdin.read()\n"
+                "referenceSolution": "import sys\nline = sys.stdin.read()\n"
                 "while line == 'loop\\n':\n    pass\nprint('ok')\n",
-                "cases": [{"name": "fine", "stdin": "x\n"}, {"name": "forever", "stdin": "loop\n"}],
+                "cases": [
+                    {"name": "fine", "stdin": "x\n", "args": [], "visible": True},
+                    {"name": "forever", "stdin": "loop\n", "args": [], "visible": False},
+                ],
             }
         )
     )
     r = await post_generate(wand, teacher_token(signing_keys, "code"), {"config": CODE_DRAFT})
     assert r.status_code == 200, r.text
     body = r.json()
-    cases = {c["name"]: c for c in body["config"]["cases"]}
-    assert cases["fine"]["expected_stdout"] == "ok\n"
-    assert cases["forever"]["expected_stdout"] == ""
+    cases = {c["name"]: c for c in body["config"]["tests"]["cases"]}
+    assert cases["fine"]["expected"] == "ok\n"
+    assert cases["forever"]["expected"] == ""
     assert [i["code"] for i in body["incomplete"]] == ["partial"]
 
 
 async def test_invalid_merged_draft_is_not_run(
     wand: str, stub: AnthropicStub, signing_keys: SigningKeys
 ) -> None:
-    # No reference proposed and none written: the merged draft is invalid, settle must not run.
-    stub.script(StubReply.tool({"cases": [{"name": "one", "stdin": "1 2\n"}]}))
+    # A case proposed without a name leaves the placeholder; its blank name keeps the draft
+    # invalid, so settle must not run.
+    stub.script(wand_output({"referenceSolution": "print(1)", "cases": []}))
     r = await post_generate(wand, teacher_token(signing_keys, "code"), {"config": CODE_DRAFT})
     assert r.status_code == 200, r.text
     assert [i["code"] for i in r.json()["incomplete"]] == ["draft_invalid"]
-
-
-async def test_codeimage_drawn_picture_becomes_the_target(
-    wand: str, stub: AnthropicStub, signing_keys: SigningKeys
-) -> None:
-    draft = {
-        "prompt": "Draw a red square on white.",
-        "language": "python",
-        "reference": "",
-        "width": 4,
-        "height": 3,
-        "target": None,
-    }
-    reference = (
-        "import sys\nw, h = 4, 3\nsys.stdout.buffer.write(b'P6 %d %d 255\\n' % (w, h))\n"
-        "sys.stdout.buffer.write(bytes([255, 0, 0]) * (w * h))\n"
-    )
-    stub.script(StubReply.tool({"reference": reference}))
-    r = await post_generate(wand, teacher_token(signing_keys, "codeimage"), {"config": draft})
-    assert r.status_code == 200, r.text
-    body = r.json()
-    assert body["incomplete"] is None, body
-    target = body["config"]["target"]
-    assert (target["width"], target["height"]) == (4, 3)
-    assert target["data"]
 
 
 @pytest.mark.parametrize(
     ("reply", "status", "code"),
     [
         (StubReply.error(500), 502, "llm_failed"),
-        (StubReply.malformed_tool({"choices": "not a list"}), 502, "llm_failed"),
+        (StubReply.malformed_tool({"proposal": {"choices": "not a list"}}), 502, "llm_failed"),
     ],
 )
 async def test_gateway_failures_map_to_the_seed_codes(
@@ -338,7 +349,7 @@ async def test_gateway_failures_map_to_the_seed_codes(
 async def test_rate_limited_at_the_eleventh_call_in_a_minute(
     wand: str, stub: AnthropicStub, signing_keys: SigningKeys
 ) -> None:
-    stub.default = StubReply.tool({"choices": [{"text": "Bâle", "correct": False}]})
+    stub.default = wand_output({"choices": [{"text": "Bâle", "correct": False}]})
     token = teacher_token(signing_keys, "mcq")
     codes = []
     for _ in range(11):
@@ -361,7 +372,7 @@ async def test_access_and_the_type_come_from_the_grant(
     r = await post_generate(wand, other, {"config": MCQ_DRAFT})
     assert r.status_code == 404
     # The grant says rich: the draft is read as rich whatever it looks like.
-    stub.script(StubReply.tool({"reference": "R", "rubric": "G"}))
+    stub.script(wand_output({"reference": "R", "rubric": "G"}))
     r = await post_generate(
         wand, teacher_token(signing_keys, "rich"), {"config": {"prompt": "Discuss."}}
     )
@@ -382,19 +393,51 @@ async def test_availability(wand: str, signing_keys: SigningKeys) -> None:
         assert r.status_code == 401
 
 
+async def test_the_openapi_documents_each_type_the_error_body_and_the_bearer_scheme(
+    wand: str,
+) -> None:
+    async with httpx.AsyncClient() as http:
+        spec = (await http.get(f"{wand}/openapi.json")).json()
+        docs = await http.get(f"{wand}/docs")
+        asset = await http.get(f"{wand}/docs-assets/swagger-ui-bundle.js")
+    operation = spec["paths"]["/app/api/questions/{id}/generate"]["post"]
+    schemas = spec["components"]["schemas"]
+    config = schemas["GenerateRequest"]["properties"]["config"]
+    named = [ref["$ref"].rsplit("/", 1)[1] for ref in config["oneOf"]]
+    assert named == [f"{name}Config" for name in ("Categorize", "Code", "CodeImage", "Mcq")] + [
+        "RichConfig",
+        "ShortConfig",
+    ]
+    assert "configVersion" in schemas["McqConfig"]["properties"]
+    for status in ("400", "401", "404", "409", "413", "422", "429", "502"):
+        body = operation["responses"][status]["content"]["application/json"]["schema"]
+        assert body["$ref"] == "#/components/schemas/ErrorBody", status
+    assert spec["components"]["securitySchemes"]["bearer"]["scheme"] == "bearer"
+    assert operation["security"] == [{"bearer": []}]
+    refs = set(re.findall(r'"\$ref": "#/components/schemas/([^"]+)"', json.dumps(spec)))
+    assert refs <= set(schemas), refs - set(schemas)
+    # Swagger UI works offline: the page loads its assets from the service itself.
+    assert docs.status_code == 200 and "/docs-assets/swagger-ui-bundle.js" in docs.text
+    assert "cdn." not in docs.text and "https://" not in docs.text
+    assert asset.status_code == 200 and len(asset.content) > 100_000
+
+
 async def test_runner_unavailable_leaves_the_merge_incomplete(
     wand: str, stub: AnthropicStub, signing_keys: SigningKeys, runner: ServiceProcess
 ) -> None:
     # Last in the module: it stops the runner.
     runner.stop()
     stub.script(
-        StubReply.tool(
-            {"reference": "print(input())\n", "cases": [{"name": "echo", "stdin": "hi\n"}]}
+        wand_output(
+            {
+                "referenceSolution": "print(input())\n",
+                "cases": [{"name": "echo", "stdin": "hi\n", "args": [], "visible": True}],
+            }
         )
     )
     r = await post_generate(wand, teacher_token(signing_keys, "code"), {"config": CODE_DRAFT})
     assert r.status_code == 200, r.text
     body = r.json()
-    assert body["config"]["reference"].strip() == "print(input())"
-    assert body["config"]["cases"][0]["expected_stdout"] == ""
+    assert body["config"]["referenceSolution"].strip() == "print(input())"
+    assert body["config"]["tests"]["cases"][0]["expected"] == ""
     assert [i["code"] for i in body["incomplete"]] == ["runner_unavailable"]

@@ -1,4 +1,5 @@
-"""A full runner: the merged draft comes back with incomplete runner_busy, nothing queued."""
+"""A full runner: the merged draft comes back with incomplete runner_unavailable (the seed has
+no runner_busy among its incomplete codes; the platform maps RunnerBusy the same way)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import pytest
 from nats.aio.client import Client as NATS
 
 from quiz_contracts import subjects
+from quiz_contracts.questions.code import empty_code_draft
 from quiz_contracts.runner import RunCase, RunFile, RunLimits, RunReply, RunRequest
 from quiz_editor_assist.config import Settings
 from quiz_editor_assist.main import create_app
@@ -55,15 +57,13 @@ async def test_busy_runner_leaves_the_outputs_to_compute(
                 request(nc, subjects.RUNNER_RUN, SLEEPER, RunReply, timeout=20)
             )
             await asyncio.sleep(1.0)  # the sleeper has the only slot
-            anthropic_stub.script(
-                StubReply.tool(
-                    {"reference": "print(input())\n", "cases": [{"name": "e", "stdin": "hi\n"}]}
-                )
-            )
+            case = {"name": "e", "stdin": "hi\n", "args": [], "visible": True}
+            proposal = {"referenceSolution": "print(input())\n", "cases": [case]}
+            anthropic_stub.script(StubReply.tool({"proposal": proposal, "explanation": ""}))
             token = signing_keys.mint(
                 f"t-{uuid.uuid4().hex[:6]}", {"question:5": {"role": "owner", "type": "code"}}
             )
-            draft = {"prompt": "Echo the line.", "language": "python", "reference": ""}
+            draft = {**empty_code_draft(), "prompt": "Echo the line.", "language": "python"}
             async with httpx.AsyncClient(timeout=60) as http:
                 r = await http.post(
                     f"{url}/app/api/questions/5/generate",
@@ -73,7 +73,8 @@ async def test_busy_runner_leaves_the_outputs_to_compute(
             assert not holder.done(), "the slot must still be held when the wand calls"
             assert r.status_code == 200, r.text
             body = r.json()
-            assert body["config"]["reference"].strip() == "print(input())"
-            assert body["config"]["cases"][0]["expected_stdout"] == ""
-            assert [i["code"] for i in body["incomplete"]] == ["runner_busy"]
+            assert body["config"]["referenceSolution"].strip() == "print(input())"
+            assert body["config"]["tests"]["cases"][0]["expected"] == ""
+            assert [i["code"] for i in body["incomplete"]] == ["runner_unavailable"]
+            assert "busy" in body["incomplete"][0]["message"]
             assert (await holder).cases[0].exit_code == 0

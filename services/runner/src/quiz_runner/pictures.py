@@ -1,122 +1,90 @@
-"""Pictures of codeimage: decode a PPM against the expected size, count bad pixels, encode PNG."""
+"""Pictures of codeimage: read `width × height` integers in a palette from a program's output.
+
+The rule is the platform's (heig-quiz `packages/qt-code/src/image/pixels.ts`, `parseImageOutput`):
+the output is split on runs of ASCII whitespace; the first width × height tokens are the pixels,
+row-major; a token that is not an integer within the palette's range is an invalid pixel; pixels
+the output never reached are missing; tokens after the last pixel are counted as extra and
+ignored. The picture leaves in the compact encoding of `quiz_contracts.pictures`.
+"""
 
 from __future__ import annotations
 
-import base64
-import hashlib
-import io
+import re
 from dataclasses import dataclass
 
-from PIL import Image
+from quiz_contracts.pictures import PALETTE_MAX, encode_pixels
+from quiz_contracts.runner import Picture, PictureSpec
 
-from quiz_contracts.runner import Picture
+# `^[+-]?\d+$` on ASCII digits. Leading zeros are fine ("007" is 7), so the value is read
+# after them: a thousand-digit token is refused by its length, never handed to int().
+_INTEGER = re.compile(rb"^[+-]?([0-9]+)$")
 
-_WHITESPACE = b" \t\n\r\x0b\x0c"
 
+@dataclass(frozen=True)
+class ParsedPicture:
+    """width × height values (None: invalid or missing) and the counts of what went wrong."""
 
-@dataclass
-class Decoded:
-    """Pixels of exactly the expected size plus what went wrong."""
-
-    width: int
-    height: int
-    rgb: bytearray  # width*height*3, missing and invalid pixels are black
+    pixels: list[int | None]
     missing: int
     invalid: int
-    error: str | None
+    extra: int
 
 
-def _tokens(data: bytes, start: int, count: int) -> tuple[list[bytes], int]:
-    """Up to `count` whitespace-separated tokens from `start`, skipping '#' comments."""
-    out: list[bytes] = []
-    i, n = start, len(data)
-    while len(out) < count and i < n:
-        c = data[i : i + 1]
-        if c in (b" ", b"\t", b"\n", b"\r", b"\x0b", b"\x0c"):
-            i += 1
-        elif c == b"#":
-            while i < n and data[i : i + 1] not in (b"\n", b"\r"):
-                i += 1
-        else:
-            j = i
-            while j < n and data[j] not in _WHITESPACE and data[j : j + 1] != b"#":
-                j += 1
-            out.append(data[i:j])
-            i = j
-    return out, i
+def _value(token: bytes, top: int) -> int | None:
+    match = _INTEGER.match(token)
+    if match is None:
+        return None
+    digits = match.group(1).lstrip(b"0") or b"0"
+    if len(digits) > 3:  # over 999: outside every palette
+        return None
+    value = int(digits)
+    if token.startswith(b"-") and value != 0:
+        return None  # "-0" is 0, as Number("-0") is
+    return value if value <= top else None
 
 
-def decode_ppm(data: bytes, width: int, height: int) -> Decoded:
-    """Decode P6/P3 `data` into a width×height canvas; never raises on hostile input."""
-    total = width * height
-    rgb = bytearray(total * 3)
-    magic = data[:2]
-    if magic not in (b"P6", b"P3"):
-        if not data:
-            return Decoded(width, height, rgb, total, 0, "no picture output")
-        return Decoded(width, height, rgb, 0, total, "not a PPM (P6 or P3) picture")
-    header, pos = _tokens(data, 2, 3)
-    try:
-        w, h, maxval = (int(t) for t in header)
-    except ValueError:
-        return Decoded(width, height, rgb, 0, total, "bad PPM header")
-    if not (0 < w <= 65535 and 0 < h <= 65535 and 0 < maxval <= 255):
-        return Decoded(width, height, rgb, 0, total, "bad PPM header (size or maxval)")
-    errors: list[str] = []
-    if (w, h) != (width, height):
-        errors.append(f"picture is {w}x{h}, expected {width}x{height}")
-    if magic == b"P6" and not errors and maxval == 255 and len(data) - pos - 1 >= total * 3:
-        # The common case, a well-formed 8-bit picture of the right size: no per-pixel loop.
-        rgb[:] = data[pos + 1 : pos + 1 + total * 3]
-        return Decoded(width, height, rgb, 0, 0, None)
-    # Samples in the picture's own row-major order, as ints (-1: not a number).
-    if magic == b"P6":
-        body = data[pos + 1 :]  # exactly one whitespace byte ends the header
-        samples: list[int] = list(body[: w * h * 3])
-    else:
-        toks, _ = _tokens(data, pos, w * h * 3)
-        samples = [int(t) if t.isdigit() else -1 for t in toks]
-    missing = invalid = 0
-    for y in range(height):
-        for x in range(width):
-            k = (y * w + x) * 3
-            if x >= w or y >= h or k + 3 > len(samples):
-                missing += 1
-                continue
-            px = samples[k : k + 3]
-            if any(v < 0 or v > maxval for v in px):
-                invalid += 1
-                continue
-            o = (y * width + x) * 3
-            rgb[o : o + 3] = bytes(v * 255 // maxval for v in px)
-    if missing:
-        errors.append(f"{missing} pixels missing")
-    if invalid:
-        errors.append(f"{invalid} pixels invalid (over maxval {maxval} or not a number)")
-    return Decoded(width, height, rgb, missing, invalid, "; ".join(errors) or None)
+def parse_picture(data: bytes, width: int, height: int, palette: str) -> ParsedPicture:
+    """Read a program's output as a picture; never raises on hostile input."""
+    count = width * height
+    top = PALETTE_MAX[palette]
+    tokens = data.split()  # ASCII whitespace: space, \t, \n, \v, \f, \r
+    pixels = [_value(token, top) for token in tokens[:count]]
+    invalid = sum(1 for value in pixels if value is None)
+    missing = count - len(pixels)
+    pixels.extend([None] * missing)
+    return ParsedPicture(pixels, missing, invalid, max(0, len(tokens) - count))
 
 
-def pixels_sha256(width: int, height: int, rgb: bytes | bytearray) -> str:
-    """Stable hash of the canonical pixels, independent of any PNG encoder."""
-    return hashlib.sha256(f"RGB8 {width} {height}\n".encode() + bytes(rgb)).hexdigest()
+def _error(parsed: ParsedPicture, empty: bool) -> str | None:
+    if empty:
+        return "no picture output"
+    parts = []
+    if parsed.invalid:
+        parts.append(f"{parsed.invalid} pixels invalid (not an integer of the palette)")
+    if parsed.missing:
+        parts.append(f"{parsed.missing} pixels missing (the output stopped early)")
+    return "; ".join(parts) or None
 
 
-def encode_png(width: int, height: int, rgb: bytes | bytearray) -> bytes:
-    """PNG of the RGB pixels."""
-    buf = io.BytesIO()
-    Image.frombytes("RGB", (width, height), bytes(rgb)).save(buf, format="PNG", optimize=False)
-    return buf.getvalue()
-
-
-def make_picture(data: bytes, width: int, height: int) -> Picture:
-    """The wire Picture of a program's PPM output."""
-    d = decode_ppm(data, width, height)
+def make_picture(data: bytes, spec: PictureSpec) -> Picture:
+    """The wire Picture of a program's output, read against the spec."""
+    parsed = parse_picture(data, spec.width, spec.height, spec.palette)
     return Picture(
-        width=width,
-        height=height,
-        data=base64.b64encode(encode_png(width, height, d.rgb)).decode(),
-        sha256=pixels_sha256(width, height, d.rgb),
-        missing_pixels=d.missing,
-        invalid_pixels=d.invalid,
-        error=d.error,
+        width=spec.width,
+        height=spec.height,
+        palette=spec.palette,
+        pixels=encode_pixels(parsed.pixels, spec.palette),
+        missing_pixels=parsed.missing,
+        invalid_pixels=parsed.invalid,
+        extra_tokens=parsed.extra,
+        error=_error(parsed, not data.strip()),
     )
+
+
+def picture_output_floor(spec: PictureSpec) -> int:
+    """Output bytes a picture may need: 3 digits and a separator a pixel, plus slack.
+
+    The case's output (or file) limit is raised to this, so a picture is never cut by the
+    default limits; a program that prints far more is still cut and its picture is not a target.
+    """
+    return spec.width * spec.height * 4 + 4096

@@ -37,7 +37,7 @@ from quiz_runner.languages import (
     parse_language,
 )
 from quiz_runner.metrics import RunnerMetrics
-from quiz_runner.pictures import make_picture
+from quiz_runner.pictures import make_picture, picture_output_floor
 from quiz_runner.sandbox.base import (
     ExecLimits,
     Execution,
@@ -49,7 +49,8 @@ from quiz_runner.sandbox.base import (
 )
 from quiz_runner.slots import Slots
 
-PICTURE_CASE = "picture"
+# The one run of a picture with no case given: empty stdin, no args (the platform's IMAGE_CASE).
+PICTURE_CASE = "image"
 
 
 @dataclass(frozen=True)
@@ -276,8 +277,8 @@ class RunnerService:
         collect = None
         output_floor = file_floor = 0
         if spec is not None:
-            # A P3 picture takes up to 12 bytes a pixel: the picture always fits whole.
-            size = spec.width * spec.height * 12 + 1024
+            # The picture always fits whole under the default limits.
+            size = picture_output_floor(spec)
             if spec.source == "file":
                 collect = f"{WORK_DIR}/{spec.path}"
                 file_floor = size
@@ -293,7 +294,7 @@ class RunnerService:
         if spec is None:
             return result, None
         data = ex.collected if spec.source == "file" else ex.stdout
-        picture = await asyncio.to_thread(make_picture, data or b"", spec.width, spec.height)
+        picture = await asyncio.to_thread(make_picture, data or b"", spec)
         return result, picture
 
 

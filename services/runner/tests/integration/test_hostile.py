@@ -274,11 +274,11 @@ async def test_symlink_planted_in_the_work_dir_is_not_followed(runner: RunnerSer
     """The picture file may be a symlink to a host-visible file: it is refused, not read."""
     src = """
 import os
-os.symlink("/usr/lib/os-release", "picture.ppm")
+os.symlink("/usr/lib/os-release", "picture.txt")
 os.symlink("/proc/self/environ", "environ")
 print("planted")
 """
-    spec = PictureSpec(width=2, height=2, source="file", path="picture.ppm")
+    spec = PictureSpec(width=2, height=2, palette="bw", source="file", path="picture.txt")
     reply = await run_py(runner, src, picture=spec)
     assert reply.cases[0].stdout.strip() == "planted"
     assert reply.picture is not None

@@ -97,7 +97,7 @@ def test_entry_and_duplicates_and_file_under_file() -> None:
     assert refused(req(files=dup)).code is ErrorCode.invalid_request
     nested = [RunFile(path="main.py"), RunFile(path="main.py/x")]
     assert refused(req(files=nested)).code is ErrorCode.invalid_request
-    pic = PictureSpec(width=2, height=2, source="file", path="../../etc/shadow")
+    pic = PictureSpec(width=2, height=2, palette="bw", source="file", path="../../etc/shadow")
     assert refused(req(picture=pic)).code is ErrorCode.invalid_request
 
 

@@ -1,11 +1,12 @@
-"""Question types shared by every service: config models, keys and student views."""
+"""Question types in the platform's own wire shapes: configs, fresh drafts, student views."""
 
-from quiz_contracts.questions.common import Problem
+from quiz_contracts.questions.common import Problem, StudentView
 from quiz_contracts.questions.registry import (
     QUESTION_TYPES,
     STAFF_ONLY_KEYS,
     DraftReading,
     QuestionType,
+    check_draft_size,
     question_type,
     read_draft,
 )
@@ -16,6 +17,8 @@ __all__ = [
     "DraftReading",
     "Problem",
     "QuestionType",
+    "StudentView",
+    "check_draft_size",
     "question_type",
     "read_draft",
 ]

@@ -1,135 +1,197 @@
-"""code: the student completes a program; hidden and visible cases check what it prints.
+"""code: the student completes a program; input/output cases check what it prints.
 
-Template format. `template` is the file the student starts from. A line whose only content is
-`@@edit` (leading spaces allowed) is an editable region: the student's text replaces that line,
-indented like the marker. A template without any marker is one region, the whole file (an empty
-template is a free program). An answer, and the teacher's `reference`, is the text of every
-region in order, cut by lines `@@next` — the "@@next cut". `reference_regions` reads that cut and
-`assemble` builds the file that runs. A reference whose cut does not have one part per region
-does not fit the template.
+heig-quiz `packages/qt-code/src/schema.ts` (CODE_CONFIG_VERSION 1) and `server.ts`; the template
+and reference rules are in `program.py`. A case compares stdout with `expected` (after the
+question's `compare` options) and/or the exit code with `expectedExitCode` (null: any).
+
+Draft:
+
+    {"configVersion": 1, "prompt": "Lisez deux entiers et affichez leur somme.",
+     "language": "python", "template": "", "referenceSolution": "",
+     "tests": {"mode": "io", "cases": [
+       {"name": "", "args": [], "stdin": "", "expected": "", "compareStdout": true,
+        "expectedExitCode": 0, "visible": true, "points": 1, "timeMs": null}]}}
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, model_validator
 
-from quiz_contracts.base import WireModel
-from quiz_contracts.questions.common import ItemId, QuestionConfig
-from quiz_contracts.runner import RunLanguage
+from quiz_contracts.questions.common import (
+    DraftBudget,
+    Issue,
+    Number,
+    PlatformModel,
+    StudentView,
+    Utf16,
+    int_in,
+    refuse,
+)
+from quiz_contracts.questions.program import PROGRAM_TEXT_MAX, ProgramConfig, program_student
 
-EDIT_MARKER = "@@edit"
-NEXT_MARKER = "@@next"
+CODE_CONFIG_VERSION = 1
 CODE_MAX_CASES = 30
-CODE_SOURCE_MAX = 100_000
+CASE_NAME_MAX = 60
+CASE_STDIN_MAX = 16_000
+CASE_EXPECTED_MAX = 16_000
+CASE_MAX_ARGS = 32
+CASE_ARG_MAX = 200
 
 
-def template_regions(template: str) -> int:
-    """How many editable regions a template has (1 when it has no marker)."""
-    count = sum(1 for line in template.split("\n") if line.strip() == EDIT_MARKER)
-    return count or 1
+class NumericCompare(PlatformModel):
+    """Compare numbers found in the output within `epsilon` (absolute or relative)."""
+
+    epsilon: Annotated[float, Number(0)]
+    mode: Literal["abs", "rel"]
 
 
-def reference_regions(template: str, reference: str) -> list[str] | None:
-    """The reference cut into the template's regions, or None when it does not fit them."""
-    parts: list[list[str]] = [[]]
-    for line in reference.split("\n"):
-        if line.strip() == NEXT_MARKER:
-            parts.append([])
-        else:
-            parts[-1].append(line)
-    regions = ["\n".join(p) for p in parts]
-    if len(regions) != template_regions(template):
-        return None
-    return regions
+class CodeCompare(PlatformModel):
+    """How stdout is compared with `expected`."""
+
+    trim_trailing: bool = True
+    ignore_case: bool = False
+    numeric: NumericCompare | None = None
 
 
-def assemble(template: str, regions: list[str]) -> str:
-    """The source that runs: each `@@edit` line replaced by its region, indented like it."""
-    lines = template.split("\n")
-    if not any(line.strip() == EDIT_MARKER for line in lines):
-        return regions[0] if regions else ""
-    out: list[str] = []
-    pending = iter(regions)
-    for line in lines:
-        if line.strip() != EDIT_MARKER:
-            out.append(line)
-            continue
-        indent = line[: len(line) - len(line.lstrip())]
-        region = next(pending, "")
-        out.extend(indent + part if part else part for part in region.split("\n"))
-    return "\n".join(out)
+class CodeCase(PlatformModel):
+    """One test case; `visible` cases are shown to the student, the rest stay opaque."""
 
-
-class CodeCase(WireModel):
-    """A test case: the program runs with `stdin` and `args` and must print `expected_stdout`."""
-
-    id: ItemId | None = None
-    name: str = Field(min_length=1, max_length=200)
-    stdin: str = ""
-    args: list[str] = Field(default_factory=list)
-    visible: bool = Field(default=True, description="Shown to the student; else hidden.")
-    expected_stdout: str = Field(default="", description="Settled from the reference.")
-    expected_exit_code: int = 0
-
-
-class CodeProgram(QuestionConfig):
-    """What code and codeimage share: the language, the template and the reference."""
-
-    language: RunLanguage
-    template: str = Field(default="", max_length=CODE_SOURCE_MAX)
-    reference: str = Field(min_length=1, max_length=CODE_SOURCE_MAX, description="The key.")
+    name: Annotated[str, Utf16(1, CASE_NAME_MAX)]
+    args: Annotated[
+        list[Annotated[str, Utf16(0, CASE_ARG_MAX)]], Field(max_length=CASE_MAX_ARGS)
+    ] = []
+    stdin: Annotated[str, Utf16(0, CASE_STDIN_MAX)] = ""
+    expected: Annotated[str, Utf16(0, CASE_EXPECTED_MAX)]
+    compare_stdout: bool = True
+    expected_exit_code: Annotated[int, int_in(0, 255)] | None = 0
+    visible: bool = False
+    points: Annotated[float, Number(0, 100)] = 1
+    time_ms: Annotated[int, int_in(100, 20_000)] | None = None
 
     @model_validator(mode="after")
-    def _reference_fits(self) -> CodeProgram:
-        if reference_regions(self.template, self.reference) is None:
-            raise ValueError("reference: does not fit the template's editable regions")
-        return self
-
-    def source(self) -> str:
-        """The reference program, assembled into the template."""
-        regions = reference_regions(self.template, self.reference) or [self.reference]
-        return assemble(self.template, regions)
-
-
-class CodeConfig(CodeProgram):
-    """A programming question checked by test cases."""
-
-    cases: list[CodeCase] = Field(min_length=1, max_length=CODE_MAX_CASES)
-
-    @model_validator(mode="after")
-    def _case_names_unique(self) -> CodeConfig:
-        names = [c.name.strip() for c in self.cases]
-        if len(set(names)) != len(names):
-            raise ValueError("cases: two cases have the same name")
-        ids = [c.id for c in self.cases if c.id is not None]
-        if len(set(ids)) != len(ids):
-            raise ValueError("cases: duplicate id")
+    def _checks_something(self) -> CodeCase:
+        if not self.compare_stdout and self.expected_exit_code is None:
+            refuse([Issue(("compareStdout",), "code.case_checks_nothing")])
         return self
 
 
-def code_to_student(config: CodeConfig) -> dict[str, Any]:
-    """Statement, language, template and the visible cases; hidden cases are only counted."""
+class CodeTests(PlatformModel):
+    """The cases and how they compare (`tap` mode is the platform's phase 3)."""
+
+    mode: Literal["io"]
+    compare: CodeCompare = Field(default_factory=CodeCompare)
+    cases: Annotated[list[CodeCase], Field(min_length=1, max_length=CODE_MAX_CASES)]
+
+
+class CodeConfig(ProgramConfig):
+    """A programming question checked by cases."""
+
+    config_version: Literal[1]
+    all_or_nothing: bool = False
+    tests: CodeTests
+
+
+def empty_code_case(**overrides: Any) -> dict[str, Any]:
+    """`emptyCodeCase()`: a case with every default spelled out (the editor's literal)."""
+    case: dict[str, Any] = {
+        "name": "",
+        "args": [],
+        "stdin": "",
+        "expected": "",
+        "compareStdout": True,
+        "expectedExitCode": 0,
+        "visible": False,
+        "points": 1,
+        "timeMs": None,
+    }
+    case.update(overrides)
+    return case
+
+
+def empty_code_draft() -> dict[str, Any]:
+    """`emptyCodeConfig()`: C, trials in the browser, one visible empty case (D16)."""
     return {
-        "prompt": config.prompt,
-        "language": config.language.value,
-        "template": config.template,
-        "cases": [
-            {
-                "name": c.name,
-                "stdin": c.stdin,
-                "args": list(c.args),
-                "expected_stdout": c.expected_stdout,
-                "expected_exit_code": c.expected_exit_code,
-            }
-            for c in config.cases
-            if c.visible
-        ],
-        "hidden_cases": sum(1 for c in config.cases if not c.visible),
+        "configVersion": CODE_CONFIG_VERSION,
+        "prompt": "",
+        "language": "c",
+        "runtime": "runno",
+        "cooldown": "fixed",
+        "template": "",
+        "files": [],
+        "action": "run",
+        "compileArgs": "",
+        "limits": {"timeMs": 2000, "memoryMb": 128, "outputKb": 64},
+        "runsPerMinute": 10,
+        "allOrNothing": False,
+        "referenceSolution": "",
+        "tests": {
+            "mode": "io",
+            "compare": {"trimTrailing": True, "ignoreCase": False, "numeric": None},
+            "cases": [empty_code_case(visible=True)],
+        },
+    }
+
+
+def _compare(config: CodeConfig) -> dict[str, Any]:
+    compare = config.tests.compare
+    return {
+        "trimTrailing": compare.trim_trailing,
+        "ignoreCase": compare.ignore_case,
+        "numeric": compare.numeric.wire() if compare.numeric is not None else None,
+    }
+
+
+def _case_view(case: CodeCase) -> dict[str, Any]:
+    # A case that does not compare stdout has no expected output to show.
+    return {
+        "name": case.name,
+        "args": list(case.args),
+        "stdin": case.stdin,
+        "expected": case.expected if case.compare_stdout else "",
+        "compareStdout": case.compare_stdout,
+        "expectedExitCode": case.expected_exit_code,
+        "points": case.points,
+    }
+
+
+def code_to_student(config: CodeConfig, view: StudentView) -> dict[str, Any]:
+    """The program half, the VISIBLE cases whole, the hidden ones only counted, the compare.
+
+    The compare options say HOW an output is judged, never WHAT it is (audit R-06).
+    """
+    cases = config.tests.cases
+    hidden = [c for c in cases if not c.visible]
+    return {
+        **program_student(config),
+        "visibleCases": [_case_view(c) for c in cases if c.visible],
+        "hiddenCount": len(hidden),
+        "hiddenPoints": sum(c.points for c in hidden),
+        "allOrNothing": config.all_or_nothing,
+        "compare": _compare(config),
     }
 
 
 def code_to_solution(config: CodeConfig) -> dict[str, Any]:
-    """The reference and every case."""
-    return {"reference": config.reference, "cases": [c.model_dump() for c in config.cases]}
+    """`{referenceSolution, cases: [every case with its visibility], compare}`."""
+    return {
+        "referenceSolution": config.reference_solution,
+        "cases": [{**_case_view(c), "visible": c.visible} for c in config.tests.cases],
+        "compare": _compare(config),
+    }
+
+
+CODE_BUDGET = DraftBudget(
+    text=PROGRAM_TEXT_MAX
+    + CODE_MAX_CASES
+    * (
+        CASE_NAME_MAX
+        + CASE_STDIN_MAX
+        + CASE_EXPECTED_MAX
+        + CASE_MAX_ARGS * (CASE_ARG_MAX + 8)
+        + 256
+    )
+    + 2_048,
+    values=128 + CODE_MAX_CASES * (16 + CASE_MAX_ARGS),
+)

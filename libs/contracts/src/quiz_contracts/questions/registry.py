@@ -1,9 +1,10 @@
-"""The question types: each one's config model, key, student and solution views.
+"""The question types: each one's config schema, fresh draft, student and solution views.
 
 `to_student` builds the student's view field by field from a validated config (an allow list),
-so a field added to a config never reaches a student by default. `forbidden_student_keys` are the
-names the leak test (libs/contracts/tests) refuses anywhere in a student view. The explanation is
-kept beside the config (common.py) and is in neither view.
+so a field added to a config never reaches a student by default. `forbidden_student_keys` are
+the names the registry-wide leak test (libs/contracts/tests) refuses anywhere in a student view
+(heig-quiz's own leak tests, `packages/qt-*/src/toStudent.test.ts`, list the same kind of keys).
+The explanation is kept beside the config and is in neither view.
 """
 
 from __future__ import annotations
@@ -27,12 +28,16 @@ from quiz_contracts.questions import (
     rich,
     short,
 )
-from quiz_contracts.questions.common import Problem
+from quiz_contracts.questions.common import DraftBudget, Problem, StudentView, measure_draft
 
-# Names that only the staff's side of a question carries: refused in every student view.
+# Names only the staff's side of a question carries; each type adds or lifts a few.
 STAFF_ONLY_KEYS: frozenset[str] = frozenset(
-    {"explanation", "correct", "matchers", "reference", "rubric", "placements", "expected"}
-)
+    {
+        "explanation", "correct", "matchers", "answers", "pattern", "tolerance", "policy",
+        "rubric", "reference", "referenceSolution", "compileArgs", "grading", "expected",
+        "internalName", "tags", "difficulty",
+    }
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -41,10 +46,13 @@ class QuestionType:
 
     name: str
     config_model: type[BaseModel]
+    config_version: int
     has_key: bool
     takes_variables: bool  # ADR-056: only mcq, short and cloze
-    student_view: Callable[[Any], dict[str, Any]]
+    empty_draft: Callable[[], dict[str, Any]]
+    student_view: Callable[[Any, StudentView], dict[str, Any]]
     solution_view: Callable[[Any], dict[str, Any] | None]
+    budget: DraftBudget
     forbidden_student_keys: frozenset[str] = field(default=STAFF_ONLY_KEYS)
 
     def validate(self, config: BaseModel | Mapping[str, Any]) -> BaseModel:
@@ -54,13 +62,15 @@ class QuestionType:
         reading = read_draft(self.name, config)
         if reading.config is None:
             first = reading.problems[0] if reading.problems else None
-            detail = f"{first.path}: {first.message}" if first else "invalid"
+            detail = f"{first.path or 'config'}: {first.message}" if first else "invalid"
             raise ContractError(ErrorCode.draft_invalid, f"{self.name} config: {detail}")
         return reading.config
 
-    def to_student(self, config: BaseModel | Mapping[str, Any]) -> dict[str, Any]:
-        """What a student receives before answering."""
-        return self.student_view(self.validate(config))
+    def to_student(
+        self, config: BaseModel | Mapping[str, Any], view: StudentView | None = None
+    ) -> dict[str, Any]:
+        """What a student receives before answering (the teacher's preview without a view)."""
+        return self.student_view(self.validate(config), view or StudentView())
 
     def to_solution(self, config: BaseModel | Mapping[str, Any]) -> dict[str, Any] | None:
         """The key, as released with the correction; None for a keyless type."""
@@ -68,82 +78,71 @@ class QuestionType:
 
 
 def _type(
+    module: Any,
     name: str,
     model: type[BaseModel],
-    student: Callable[[Any], dict[str, Any]],
-    solution: Callable[[Any], dict[str, Any] | None],
     *,
     has_key: bool = True,
     takes_variables: bool = False,
+    allowed: frozenset[str] = frozenset(),
     extra_forbidden: frozenset[str] = frozenset(),
 ) -> QuestionType:
+    prefix = name.upper()
     return QuestionType(
         name=name,
         config_model=model,
+        config_version=getattr(module, f"{prefix}_CONFIG_VERSION"),
         has_key=has_key,
         takes_variables=takes_variables,
-        student_view=student,
-        solution_view=solution,
-        forbidden_student_keys=STAFF_ONLY_KEYS | extra_forbidden,
+        empty_draft=getattr(module, f"empty_{name}_draft"),
+        student_view=getattr(module, f"{name}_to_student"),
+        solution_view=getattr(module, f"{name}_to_solution"),
+        budget=getattr(module, f"{prefix}_BUDGET"),
+        forbidden_student_keys=(STAFF_ONLY_KEYS - allowed) | extra_forbidden,
     )
 
 
+_VALUE = frozenset({"value"})
+_FILE_BYTES = frozenset({"content"})
 QUESTION_TYPES: dict[str, QuestionType] = {
     t.name: t
     for t in (
-        _type("mcq", mcq.McqConfig, mcq.mcq_to_student, mcq.mcq_to_solution, takes_variables=True),
+        _type(mcq, "mcq", mcq.McqConfig, takes_variables=True),
+        _type(short, "short", short.ShortConfig, takes_variables=True, extra_forbidden=_VALUE),
+        _type(rich, "rich", rich.RichConfig),
+        _type(categorize, "categorize", categorize.CategorizeConfig),
+        # A VISIBLE case's expected output is published on purpose (the compare options too).
         _type(
-            "short",
-            short.ShortConfig,
-            short.short_to_student,
-            short.short_to_solution,
-            takes_variables=True,
+            code,
+            "code",
+            code.CodeConfig,
+            allowed=frozenset({"expected"}),
+            extra_forbidden=_FILE_BYTES,
         ),
-        _type("rich", rich.RichConfig, rich.rich_to_student, rich.rich_to_solution),
-        _type(
-            "categorize",
-            categorize.CategorizeConfig,
-            categorize.categorize_to_student,
-            categorize.categorize_to_solution,
-            extra_forbidden=frozenset({"column_id"}),
-        ),
-        _type("code", code.CodeConfig, code.code_to_student, code.code_to_solution),
-        _type(
-            "codeimage",
-            codeimage.CodeImageConfig,
-            codeimage.codeimage_to_student,
-            codeimage.codeimage_to_solution,
-        ),
-        _type(
-            "cloze",
-            cloze.ClozeConfig,
-            cloze.cloze_to_student,
-            cloze.cloze_to_solution,
-            takes_variables=True,
-        ),
-        _type(
-            "circuit",
-            circuit.CircuitConfig,
-            circuit.circuit_to_student,
-            circuit.circuit_to_solution,
-            extra_forbidden=frozenset({"nodes", "wires"}),
-        ),
-        _type(
-            "diagram",
-            diagram.DiagramConfig,
-            diagram.diagram_to_student,
-            diagram.diagram_to_solution,
-            extra_forbidden=frozenset({"label"}),
-        ),
-        _type(
-            "brainstorm",
-            brainstorm.BrainstormConfig,
-            brainstorm.brainstorm_to_student,
-            brainstorm.brainstorm_to_solution,
-            has_key=False,
-        ),
+        _type(codeimage, "codeimage", codeimage.CodeImageConfig, extra_forbidden=_FILE_BYTES),
+        _type(cloze, "cloze", cloze.ClozeConfig, takes_variables=True, extra_forbidden=_VALUE),
+        _type(circuit, "circuit", circuit.CircuitConfig, extra_forbidden=frozenset({"mode"})),
+        _type(diagram, "diagram", diagram.DiagramConfig),
+        _type(brainstorm, "brainstorm", brainstorm.BrainstormConfig, has_key=False),
     )
 }
+
+
+def check_draft_size(type_name: str, config: Any) -> None:
+    """Refuse a draft that holds more than any valid config of its type could (limit_exceeded).
+
+    Cheap and I/O-free: run it before a draft costs anything (a model call, a write).
+    """
+    qtype = question_type(type_name)
+    size = measure_draft(config, qtype.budget)
+    if size.over(qtype.budget):
+        raise ContractError(
+            ErrorCode.limit_exceeded,
+            f"The draft is larger than any {type_name} question can be (at most "
+            f"{qtype.budget.text:,} characters of text, {qtype.budget.values:,} values, nested "
+            f"{qtype.budget.depth} deep).",
+            details={"limit_text": qtype.budget.text, "limit_values": qtype.budget.values},
+        )
 
 
 def question_type(name: str) -> QuestionType:
@@ -167,19 +166,36 @@ class DraftReading:
         return self.config is not None
 
 
+def _path(loc: Any) -> list[str]:
+    # "~kind" segments are our discriminated unions' tags; zod's paths have none.
+    return [str(p) for p in loc if not (isinstance(p, str) and p.startswith("~"))]
+
+
+def _problems(exc: ValidationError) -> list[Problem]:
+    problems: list[Problem] = []
+    for err in exc.errors(include_url=False):
+        base = _path(err["loc"])
+        ctx = err.get("ctx") or {}
+        if err["type"] == "refinement" and isinstance(ctx.get("issues"), list):
+            for path, key in ctx["issues"]:
+                problems.append(Problem(path=".".join(base + _path(path)), message=str(key)))
+        else:
+            problems.append(Problem(path=".".join(base), message=err["msg"]))
+    return problems
+
+
 def read_draft(type_name: str, raw: Any) -> DraftReading:
-    """Read any JSON value as a draft of that type; never raises but for an unknown type."""
+    """Read any JSON value as a draft of that type; never raises but for an unknown type.
+
+    A refinement reports the platform's i18n key (`mcq.single_needs_one`) at its own path.
+    """
     model = question_type(type_name).config_model
     if not isinstance(raw, Mapping):
         return DraftReading(None, [Problem(path="", message="the config is not an object")])
     try:
         return DraftReading(model.model_validate(dict(raw)), [])
     except ValidationError as exc:
-        problems = [
-            Problem(path=".".join(str(p) for p in err["loc"]), message=err["msg"])
-            for err in exc.errors(include_url=False)
-        ]
-        return DraftReading(None, problems)
+        return DraftReading(None, _problems(exc))
     except (ValueError, TypeError, RecursionError) as exc:
         # A garbage draft (deep nesting, odd numbers) must come back as a problem, not a 500.
         return DraftReading(None, [Problem(path="", message=str(exc) or type(exc).__name__)])

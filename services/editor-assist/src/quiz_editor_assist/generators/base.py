@@ -1,47 +1,48 @@
 """The AnswerGenerator protocol (ADR-059 §1) and the defensive readers every merge shares.
 
-A draft may be invalid (D16): a merge reads it as raw JSON, keeps every value it does not own
-byte for byte, and only fills what is empty or appends to lists. A proposal is the model's tool
-output: read as loosely, anything of the wrong shape is skipped, never raised on.
+heig-quiz `packages/core/src/generate.ts`: a type declares its statement, its instructions, a
+NARROW proposal schema, a pure merge, optionally the wand of one list element (`item`: accepts
+and place) and a settle that only running produces. A draft may be invalid (D16): a merge reads
+it as raw JSON, keeps every value it does not own byte for byte, and only fills what is empty or
+appends to lists. A proposal is the model's output: read as loosely, anything of the wrong shape
+is skipped, never raised on. Where the platform's merge would overwrite a draft value that is
+not of the expected shape (a `choices` that is not a list), these merges keep it instead.
 """
 
 from __future__ import annotations
 
 import copy
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel
 
-from quiz_contracts.base import WireModel
-from quiz_contracts.errors import ContractError, ErrorCode
 from quiz_contracts.generate import Incomplete
+from quiz_contracts.questions.common import js_trim, utf16_cut
 from quiz_contracts.runner import RunReply, RunRequest
-
-# Keys that an editor fills by itself: a list element holding nothing else is a placeholder row.
-STRUCTURAL_KEYS = frozenset({"id", "kind", "visible"})
 
 Merge = Callable[[dict[str, Any], dict[str, Any]], dict[str, Any]]
 
 
-class Proposal(WireModel):
-    """Base of every proposal schema: the explanation is proposed in the same call (§2)."""
+@dataclass(frozen=True)
+class ItemWand:
+    """The wand of ONE element of the type's list (ADR-059 §1 `item`): the MCQ choice's."""
 
-    explanation: str = Field(
-        default="",
-        description="Why the answer is right, for the student after the correction. "
-        "Leave empty when the draft already has an explanation.",
-    )
+    instructions: str
+    schema: type[BaseModel]
+    accepts: Callable[[Mapping[str, Any], int], bool]
+    place: Callable[[dict[str, Any], int, dict[str, Any]], dict[str, Any]]
+    # The largest index a request may name (the list's maximum length minus one).
+    max_index: int
 
 
 @dataclass(frozen=True)
-class ItemCall:
-    """The per-element wand: the schema of ONE element and the merge that places it."""
+class SettlePlan:
+    """What settle runs: the request, and which draft elements its cases stand for."""
 
-    schema: type[BaseModel]
-    merge: Merge
-    instructions: str
+    request: RunRequest
+    targets: list[int] = field(default_factory=list)
 
 
 @runtime_checkable
@@ -64,6 +65,11 @@ class AnswerGenerator(Protocol):
         ...
 
     @property
+    def item(self) -> ItemWand | None:
+        """The wand of one list element, when the type has one."""
+        ...
+
+    @property
     def has_settle(self) -> bool:
         """Whether running the reference completes the draft (code, codeimage)."""
         ...
@@ -76,18 +82,18 @@ class AnswerGenerator(Protocol):
         """The draft completed by the proposal; pure, never changes what the teacher wrote."""
         ...
 
-    def item(self, config: Mapping[str, Any], index: int) -> ItemCall:
-        """The call for one empty element; item_not_empty when it is not empty."""
-        ...
-
-    def settle_plan(self, config: Mapping[str, Any]) -> RunRequest | None:
-        """What to run to settle a VALID merged draft; None when there is nothing to run."""
+    def settle_plan(self, config: Any) -> SettlePlan | None:
+        """What to run for a VALID merged config (the type's model); None: nothing to run."""
         ...
 
     def settle_apply(
-        self, config: dict[str, Any], reply: RunReply
+        self, draft: dict[str, Any], plan: SettlePlan, reply: RunReply
     ) -> tuple[dict[str, Any], list[Incomplete]]:
-        """The draft with what the run produced, and what is left to do."""
+        """The merged draft with what the run produced, and what is left to do."""
+        ...
+
+    def settle_notice(self, config: Any) -> str | None:
+        """Why a valid config gave nothing to run, when the teacher should know."""
         ...
 
 
@@ -97,6 +103,7 @@ class BaseGenerator:
     type_name: ClassVar[str]
     instructions: ClassVar[str]
     proposal_schema: ClassVar[type[BaseModel]]
+    item: ClassVar[ItemWand | None] = None
     has_settle: ClassVar[bool] = False
 
     def statement(self, config: Mapping[str, Any]) -> str:
@@ -107,42 +114,35 @@ class BaseGenerator:
         """Filled by each type."""
         raise NotImplementedError
 
-    def item(self, config: Mapping[str, Any], index: int) -> ItemCall:
-        """Only mcq offers the per-element wand."""
-        raise ContractError(ErrorCode.invalid_request, f"{self.type_name} has no per-item wand")
-
-    def settle_plan(self, config: Mapping[str, Any]) -> RunRequest | None:
+    def settle_plan(self, config: Any) -> SettlePlan | None:
         """Nothing to run by default."""
         return None
 
     def settle_apply(
-        self, config: dict[str, Any], reply: RunReply
+        self, draft: dict[str, Any], plan: SettlePlan, reply: RunReply
     ) -> tuple[dict[str, Any], list[Incomplete]]:
         """Nothing to apply by default."""
-        return config, []
+        return draft, []
+
+    def settle_notice(self, config: Any) -> str | None:
+        """Nothing to say by default."""
+        return None
 
 
 # --- Reading drafts and proposals defensively -------------------------------------------------
 
 
-def is_empty(value: Any) -> bool:
-    """What an editor shows as nothing: None, blank text, [], {}, False or 0."""
-    if value is None or value is False:
-        return True
+def js_truthy(value: Any) -> bool:
+    """JavaScript's truthiness of a JSON value: what `if (c.correct)` reads."""
+    if isinstance(value, bool):
+        return value
+    if value is None:
+        return False
+    if isinstance(value, int | float):
+        return value == value and value != 0  # NaN is falsy
     if isinstance(value, str):
-        return not value.strip()
-    if isinstance(value, (list, dict)):
-        return not value
-    if isinstance(value, (int, float)):
-        return value == 0
-    return False
-
-
-def is_placeholder(item: Any) -> bool:
-    """A list element the teacher wrote nothing in: a dict empty but for its id, kind, visible."""
-    return isinstance(item, dict) and all(
-        is_empty(v) for k, v in item.items() if k not in STRUCTURAL_KEYS
-    )
+        return value != ""
+    return True  # objects and arrays, even empty ones
 
 
 def text_of(mapping: Any, key: str) -> str:
@@ -154,14 +154,21 @@ def text_of(mapping: Any, key: str) -> str:
     return ""
 
 
-def is_blank_field(config: Mapping[str, Any], key: str) -> bool:
+def blank_text(value: Any) -> bool:
+    """A draft text field the platform calls blank: absent, null, or text that trims to ''.
+
+    A value of another type (a number where text belongs) is NOT blank here: it is kept.
+    """
+    return value is None or (isinstance(value, str) and not js_trim(value))
+
+
+def writable(config: Mapping[str, Any], key: str) -> bool:
     """The field is free to write: absent, null or blank text (never a garbage value)."""
-    value = config.get(key)
-    return value is None or (isinstance(value, str) and not value.strip())
+    return blank_text(config.get(key))
 
 
-def draft_list(config: dict[str, Any], key: str) -> list[Any] | None:
-    """The draft's list at `key` ([] when absent), or None when it holds a non-list to keep."""
+def draft_list(config: Mapping[str, Any], key: str) -> list[Any] | None:
+    """The draft's list at `key` ([] when absent or null), or None when it holds a non-list."""
     value = config.get(key)
     if value is None:
         return []
@@ -179,40 +186,20 @@ def proposal_items(proposal: Any, key: str) -> list[Any]:
     return []
 
 
-def proposal_text(proposal: Any, key: str, limit: int = 20_000) -> str:
-    """A proposal's text field, stripped; '' when absent, not text or over `limit`."""
-    value = text_of(proposal, key).strip()
-    return value if len(value) <= limit else ""
+def proposal_string(proposal: Any, key: str) -> str | None:
+    """A proposal's text field as written, None when absent or not text."""
+    if isinstance(proposal, Mapping):
+        value = proposal.get(key)
+        if isinstance(value, str):
+            return value
+    return None
 
 
-def taken_ids(*lists: list[Any]) -> set[str]:
-    """Every string id of the dict elements of the lists."""
-    return {
-        item["id"]
-        for items in lists
-        for item in items
-        if isinstance(item, dict) and isinstance(item.get("id"), str)
-    }
-
-
-def next_id(prefix: str, taken: set[str]) -> str:
-    """The first `<prefix><n>` not taken, recorded as taken: deterministic, so merges stay pure."""
-    n = 1
-    while f"{prefix}{n}" in taken:
-        n += 1
-    found = f"{prefix}{n}"
-    taken.add(found)
-    return found
+def trimmed_cut(text: str, limit: int) -> str:
+    """`text.trim().slice(0, limit)`: what the platform does to an over-long proposal."""
+    return utf16_cut(js_trim(text), limit)
 
 
 def copy_draft(config: Any) -> dict[str, Any]:
     """A deep copy to write into, so the caller's draft is never mutated."""
     return copy.deepcopy(dict(config)) if isinstance(config, Mapping) else {}
-
-
-def merge_explanation(explanation: str, proposal: Any) -> str:
-    """The explanation, written only when the teacher's is empty (§2)."""
-    if isinstance(explanation, str) and explanation.strip():
-        return explanation
-    proposed = proposal_text(proposal, "explanation")
-    return proposed or explanation

@@ -1,8 +1,28 @@
-"""code: propose the reference and test cases; settle the outputs on the runner (ADR-059 §2).
+"""code: propose the reference and test INPUTS; settle computes the outputs on the runner (§2).
 
-The expected outputs are never the model's: `settle_plan` runs the reference on every case whose
-expected output is empty and `settle_apply` writes what it printed (and its exit code when not
-0). A case that timed out, was cut, ran out of memory or died of a signal keeps its empty output.
+heig-quiz `packages/qt-code/src/generate.ts` (`mergeReference`, `mergeCode`, `settleCode`).
+
+Merge:
+- `referenceSolution` is written as proposed (not trimmed), only when the draft's is blank and
+  the proposal's is not, and only when it fits the template's editable regions (the @@next cut,
+  `quiz_contracts.questions.program`);
+- the empty placeholder case (name, stdin and expected blank, no args) goes, only when a case is
+  added; a proposed name is trimmed and cut to 60 characters, dropped when blank or when it
+  repeats another name compared case-insensitively; stdin is cut to 16,000 characters, args to
+  32 of at most 200; `visible` is taken as proposed; the case is `emptyCodeCase` with those
+  (expected "", compareStdout true, expectedExitCode 0, points 1); at most 30 cases.
+
+Settle (only a merged draft valid under the schema, as Try runs only a valid one):
+- targets are the cases that compare stdout, expect exactly "" and have a non-blank name;
+  nothing runs without a runnable reference or without targets;
+- a reference that does not compile leaves the draft as it was: `compile_failed`;
+- a run that did not time out, run out of memory or get cut writes `expected` = its stdout
+  (also when a signal ended it), and a non-null, non-zero exit code overwrites
+  `expectedExitCode`; any other run keeps its empty output: `partial`.
+
+Beyond the platform: settle writes into the draft as merged (no default filled in, no unknown
+key dropped), and an output that is not UTF-8 text is left empty (`partial`), since `expected`
+is a string.
 """
 
 from __future__ import annotations
@@ -15,126 +35,183 @@ from pydantic import BaseModel, Field
 from quiz_contracts.errors import ErrorCode
 from quiz_contracts.generate import Incomplete
 from quiz_contracts.questions.code import (
+    CASE_ARG_MAX,
+    CASE_MAX_ARGS,
+    CASE_NAME_MAX,
+    CASE_STDIN_MAX,
     CODE_MAX_CASES,
-    CODE_SOURCE_MAX,
     CodeConfig,
-    CodeProgram,
+    empty_code_case,
+)
+from quiz_contracts.questions.common import js_trim, utf16_cut
+from quiz_contracts.questions.program import (
+    MAIN_FILE,
+    RUNNER_LANGUAGE,
+    CodeLimits,
+    ProgramConfig,
     reference_regions,
 )
-from quiz_contracts.runner import CaseResult, RunCase, RunFile, RunReply, RunRequest
+from quiz_contracts.runner import (
+    RUN_LIMIT_MAXIMA,
+    CaseResult,
+    RunCase,
+    RunFile,
+    RunLimits,
+    RunReply,
+    RunRequest,
+)
 from quiz_editor_assist.generators.base import (
     BaseGenerator,
-    Proposal,
+    SettlePlan,
+    blank_text,
     copy_draft,
     draft_list,
-    is_blank_field,
-    is_empty,
-    is_placeholder,
-    next_id,
     proposal_items,
-    proposal_text,
-    taken_ids,
+    proposal_string,
+    writable,
 )
-
-# The file the runner compiles, by language (java wants the public class's name).
-ENTRY_FILES = {
-    "python": "main.py",
-    "c": "main.c",
-    "cpp": "main.cpp",
-    "javascript": "main.js",
-    "java": "Main.java",
-}
 
 
 class ProposedCase(BaseModel):
     """A test case without its expected output, which running the reference settles."""
 
-    name: str = Field(description="Short, unique name of the case.")
-    stdin: str = Field(default="", description="What the program reads on standard input.")
-    args: list[str] = Field(default_factory=list, description="Command-line arguments.")
-    visible: bool = Field(default=True, description="Shown to the student; false: hidden.")
+    name: str = Field(description="Short, unique name (at most 60 characters).")
+    stdin: str = Field(description="What the program reads on standard input.")
+    args: list[str] = Field(description="Command-line arguments, one per entry.")
+    visible: bool = Field(description="true: the student can run it; false: hidden.")
 
 
-class CodeProposal(Proposal):
-    """The reference program's regions and the test cases."""
+class CodeProposal(BaseModel):
+    """The reference solution and the test inputs."""
 
-    reference: str = Field(
-        default="",
-        description="The solution: the text of each editable region of the template, in order, "
-        "separated by lines '@@next'; the whole program when the template has no '@@edit'.",
+    referenceSolution: str = Field(  # the platform's field name
+        description="The solution: the EDITABLE regions of the template, in order."
     )
-    cases: list[ProposedCase] = Field(default_factory=list, max_length=CODE_MAX_CASES)
+    cases: list[ProposedCase]
 
 
-INSTRUCTIONS = """\
-Propose, for this programming question, the reference solution (`reference`) and test cases \
-(`cases`: name, stdin, args, visible). The template is the file the student starts from: each \
-line '@@edit' is a region the student writes. The reference is the text of each region in \
-order, separated by lines '@@next' (no '@@next' when there is one region); with no '@@edit' in \
-the template it is the whole program. Do not write expected outputs: they are computed by \
-running the reference. In Java the public class is Main. Propose 3 to 6 cases in all, \
-counting those written: typical inputs, edge cases, a few hidden (visible: false). Never reuse \
-the name of a case already written.\
+# What every program question shares (code and codeimage): how the reference fits the template.
+REFERENCE_RULES = """\
+`language` is the program's language and `template` the file the student starts from: the \
+lines between `@@lock` and `@@endlock` are fixed, the rest is editable. Write \
+`referenceSolution` as the content of the EDITABLE regions only, in order, separated by a line \
+`// @@next` (`# @@next` in Python) when there are several; with an empty template or no lock, \
+it is the whole program. It must compile and be correct: the platform runs it to compute what \
+the question checks. Never rewrite a reference the draft already has (leave it empty then).\
+"""
+
+INSTRUCTIONS = f"""\
+The question is a programming exercise, graded by running the student's program on test cases. \
+{REFERENCE_RULES} Propose `cases`: 4 to 8 test cases in all, each with a short `name` (at most \
+60 characters), what the program reads on `stdin`, its command-line `args`, and `visible`: a \
+few visible cases the student can run, the rest hidden, covering the edge cases. Do NOT write \
+expected outputs: the platform computes them by running the reference. Never repeat a case the \
+draft holds.\
 """
 
 
 def reference_fits(config: Mapping[str, Any], reference: str) -> bool:
-    """The reference cuts into the template's regions (an absent template is one region)."""
-    template = config.get("template")
-    if template is None:
-        template = ""
+    """The reference cuts into the draft template's editable regions."""
+    template = config.get("template", "")
+    template = "" if template is None else template
+    language = config.get("language")
     if not isinstance(template, str):
         return False  # a garbage template: its regions are unknown, so nothing fits
-    return reference_regions(template, reference) is not None
+    return (
+        reference_regions(template, language if isinstance(language, str) else None, reference)
+        is not None
+    )
 
 
-def merge_reference(merged: dict[str, Any], proposal: dict[str, Any]) -> None:
-    """Write the proposed reference only when the draft's is empty and it fits the template."""
-    reference = proposal_text(proposal, "reference", CODE_SOURCE_MAX)
-    if reference and is_blank_field(merged, "reference") and reference_fits(merged, reference):
-        merged["reference"] = reference
+def merge_reference(merged: dict[str, Any], proposal: Mapping[str, Any]) -> None:
+    """Write the proposed reference, as proposed, when the draft's is blank and it fits."""
+    reference = proposal_string(proposal, "referenceSolution")
+    if reference is None or blank_text(reference) or not writable(merged, "referenceSolution"):
+        return
+    if reference_fits(merged, reference):
+        merged["referenceSolution"] = reference
+
+
+def is_empty_case(case: Any) -> bool:
+    """The placeholder case of a fresh draft: name, stdin, expected blank and no args."""
+    if not isinstance(case, dict):
+        return False
+    args = case.get("args")
+    no_args = not isinstance(args, list) or not args
+    blank = all(
+        not isinstance(case.get(k), str) or not js_trim(case[k])
+        for k in ("name", "stdin", "expected")
+    )
+    return blank and no_args
+
+
+def _name_key(case: Any) -> str | None:
+    name = case.get("name") if isinstance(case, dict) else None
+    return js_trim(name).lower() if isinstance(name, str) else None
+
+
+def _proposed_case(raw: Any, names: set[str]) -> dict[str, Any] | None:
+    name_text = proposal_string(raw, "name")
+    name = utf16_cut(js_trim(name_text), CASE_NAME_MAX) if name_text is not None else ""
+    if not name or name.lower() in names:
+        return None
+    stdin = proposal_string(raw, "stdin") or ""
+    args = [utf16_cut(a, CASE_ARG_MAX) for a in proposal_items(raw, "args") if isinstance(a, str)]
+    visible = isinstance(raw, Mapping) and raw.get("visible") is True
+    return empty_code_case(
+        name=name,
+        stdin=utf16_cut(stdin, CASE_STDIN_MAX),
+        args=args[:CASE_MAX_ARGS],
+        visible=visible,
+    )
 
 
 def merge_code_proposal(config: dict[str, Any], proposal: dict[str, Any]) -> dict[str, Any]:
-    """Reference only when empty; drop placeholder cases; append cases with new names."""
+    """Reference only when blank and fitting; the placeholder case goes when a case is added."""
     merged = copy_draft(config)
     merge_reference(merged, proposal)
-    cases = draft_list(merged, "cases")
+    tests = merged.get("tests")
+    if tests is not None and not isinstance(tests, dict):
+        return merged  # not an object: the teacher's, kept
+    cases = draft_list(tests or {}, "cases")
     if cases is None:
         return merged
-    kept = [c for c in cases if not is_placeholder(c)]
-    names = {
-        c["name"].strip() for c in kept if isinstance(c, dict) and isinstance(c.get("name"), str)
-    }
-    taken = taken_ids(cases)
+    kept = [c for c in cases if not is_empty_case(c)]
+    names = {key for key in map(_name_key, kept) if key is not None}
+    added: list[dict[str, Any]] = []
     for raw in proposal_items(proposal, "cases"):
-        name = proposal_text(raw, "name", 200)
-        if not name or name in names:
-            continue
-        if len(kept) >= CODE_MAX_CASES:
+        if len(kept) + len(added) >= CODE_MAX_CASES:
             break
-        args = [a for a in proposal_items(raw, "args") if isinstance(a, str)]
-        stdin = raw.get("stdin") if isinstance(raw.get("stdin"), str) else ""
-        kept.append(
-            {
-                "id": next_id("t", taken),
-                "name": name,
-                "stdin": stdin,
-                "args": args,
-                "visible": raw.get("visible") is not False,
-                "expected_stdout": "",
-                "expected_exit_code": 0,
-            }
-        )
-        names.add(name)
-    if kept != cases:
-        merged["cases"] = kept
+        case = _proposed_case(raw, names)
+        if case is None:
+            continue
+        names.add(case["name"].lower())
+        added.append(case)
+    if added:
+        # `mode` is a literal ("io"): a draft without `tests` gets the only value it can hold.
+        merged["tests"] = {**(tests or {"mode": "io"}), "cases": [*kept, *added]}
     return merged
 
 
-def program_files(program: CodeProgram) -> list[RunFile]:
-    """The reference assembled into its template, as the runner's one source file."""
-    return [RunFile(path=ENTRY_FILES[program.language.value], content=program.source())]
+def run_limits(limits: CodeLimits, cases: list[Any]) -> RunLimits:
+    """The runner's limits for the question's: its wall time (a case's own when longer), output.
+
+    CPU time is the wall time (a program that waits uses none); memory is the runner's own
+    default, as its address-space limit is not the platform's `memoryMb`.
+    """
+    time_ms = max([limits.time_ms, *(c.time_ms for c in cases if c.time_ms is not None)])
+    seconds = time_ms / 1000
+    return RunLimits(
+        cpu_s=min(seconds, RUN_LIMIT_MAXIMA.cpu_s),
+        wall_s=min(max(2 * seconds, 5.0), RUN_LIMIT_MAXIMA.wall_s),
+        output_bytes=min(limits.output_kb * 1024, RUN_LIMIT_MAXIMA.output_bytes),
+    )
+
+
+def program_files(config: ProgramConfig, regions: list[str]) -> list[RunFile]:
+    """The reference assembled into its template as the main file, then the extra files."""
+    main = RunFile(path=MAIN_FILE[config.language], content=config.source(regions))
+    return [main, *(RunFile(path=f.name, content=f.content) for f in config.files)]
 
 
 def compile_incomplete(reply: RunReply) -> Incomplete:
@@ -146,62 +223,61 @@ def compile_incomplete(reply: RunReply) -> Incomplete:
     )
 
 
-def settled_output(result: CaseResult | None) -> tuple[str, int] | None:
-    """What a case printed and its exit code, or None when its run is not one to keep."""
-    if result is None or not result.completed or result.signal is not None:
-        return None
-    if result.exit_code is None or result.stdout_b64 is not None:
-        return None  # killed, or bytes that are not text: an expected_stdout cannot hold them
-    return result.stdout, result.exit_code
+def usable_run(result: CaseResult | None) -> bool:
+    """The run printed all it had to say: no timeout, no memory verdict, nothing cut."""
+    return result is not None and result.completed
 
 
-def _needs_output(case: Any) -> bool:
-    return isinstance(case, dict) and case.get("expected_stdout") in (None, "")
-
-
-def code_settle_plan(config: Mapping[str, Any]) -> RunRequest | None:
-    """Run the reference on every case whose expected output is empty; None when none is."""
-    program = CodeConfig.model_validate(dict(config))
-    raw_cases = config.get("cases") or []
-    cases = [
-        RunCase(name=case.name, stdin=case.stdin, args=list(case.args))
-        for case, raw in zip(program.cases, raw_cases, strict=False)
-        if _needs_output(raw)
+def code_settle_plan(config: CodeConfig) -> SettlePlan | None:
+    """Run the reference on every target case; None without a runnable reference or targets."""
+    regions = config.regions()
+    cases = config.tests.cases
+    targets = [
+        i
+        for i, c in enumerate(cases)
+        if c.compare_stdout and c.expected == "" and not blank_text(c.name)
     ]
-    if not cases:
+    if regions is None or not targets:
         return None
-    return RunRequest(language=program.language.value, files=program_files(program), cases=cases)
+    request = RunRequest(
+        language=RUNNER_LANGUAGE[config.language],
+        files=program_files(config, regions),
+        cases=[
+            RunCase(name=cases[i].name, stdin=cases[i].stdin, args=list(cases[i].args))
+            for i in targets
+        ],
+        limits=run_limits(config.limits, [cases[i] for i in targets]),
+    )
+    return SettlePlan(request=request, targets=targets)
 
 
 def code_settle_apply(
-    config: dict[str, Any], reply: RunReply
+    draft: dict[str, Any], plan: SettlePlan, reply: RunReply
 ) -> tuple[dict[str, Any], list[Incomplete]]:
-    """Write each settled output (and a non-zero exit code); name what is left empty."""
-    settled = copy_draft(config)
+    """Write each usable run's stdout (and a non-zero exit code); name the cases left empty."""
     if not reply.compile.ok:
-        return settled, [compile_incomplete(reply)]
-    results = {r.name: r for r in reply.cases}
-    cases = draft_list(settled, "cases") or []
+        return draft, [compile_incomplete(reply)]
+    settled = copy_draft(draft)
+    cases: list[Any] = list(settled["tests"]["cases"])
     left: list[str] = []
-    for i, case in enumerate(cases):
-        if not _needs_output(case) or not isinstance(case.get("name"), str):
+    for run_index, case_index in enumerate(plan.targets):
+        result = reply.cases[run_index] if run_index < len(reply.cases) else None
+        case = dict(cases[case_index])
+        if result is None or not usable_run(result) or result.stdout_b64 is not None:
+            left.append(str(case.get("name")))
             continue
-        output = settled_output(results.get(case["name"]))
-        if output is None:
-            left.append(case["name"])
-            continue
-        stdout, exit_code = output
-        cases[i] = {**case, "expected_stdout": stdout}
-        # A non-zero exit code is written unless the teacher already wrote one.
-        if exit_code != 0 and is_empty(case.get("expected_exit_code")):
-            cases[i]["expected_exit_code"] = exit_code
+        case["expected"] = result.stdout
+        if result.exit_code is not None and result.exit_code != 0:
+            case["expectedExitCode"] = result.exit_code
+        cases[case_index] = case
+    settled["tests"] = {**settled["tests"], "cases": cases}
     if not left:
         return settled, []
-    why = "timed out, was cut or did not finish"
+    why = "timed out, ran out of memory, printed too much or printed bytes that are not text"
     return settled, [
         Incomplete(
             code=ErrorCode.partial,
-            message=f"Expected output left empty for {', '.join(left)}: the reference {why}.",
+            message=f"Expected output left empty for {', '.join(left)}: the run {why}.",
         )
     ]
 
@@ -216,12 +292,18 @@ class CodeGenerator(BaseGenerator):
 
     merge = staticmethod(merge_code_proposal)
 
-    def settle_plan(self, config: Mapping[str, Any]) -> RunRequest | None:
+    def settle_plan(self, config: Any) -> SettlePlan | None:
         """See code_settle_plan."""
         return code_settle_plan(config)
 
     def settle_apply(
-        self, config: dict[str, Any], reply: RunReply
+        self, draft: dict[str, Any], plan: SettlePlan, reply: RunReply
     ) -> tuple[dict[str, Any], list[Incomplete]]:
         """See code_settle_apply."""
-        return code_settle_apply(config, reply)
+        return code_settle_apply(draft, plan, reply)
+
+    def settle_notice(self, config: Any) -> str | None:
+        """A valid draft without a runnable reference: the outputs were not computed."""
+        if isinstance(config, CodeConfig) and config.regions() is None:
+            return "No reference solution: the expected outputs were not computed."
+        return None

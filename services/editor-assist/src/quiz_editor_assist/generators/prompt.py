@@ -12,7 +12,13 @@ import json
 from typing import Any
 
 from quiz_contracts.questions.common import asset_links, strings_in
-from quiz_editor_assist.generators.base import AnswerGenerator, ItemCall
+from quiz_editor_assist.generators.base import AnswerGenerator, ItemWand
+
+# The whole wand's tool carries the explanation beside the proposal (the item wand's does not).
+EXPLANATION_RULE = """\
+`explanation`: why the answer is right, in a few sentences, as a student reads it after the \
+evaluation (Markdown). Leave it empty when the draft already has one.\
+"""
 
 COMMON_RULES = """\
 You help a teacher finish a question they are writing on a quiz platform. The teacher wrote the \
@@ -30,17 +36,17 @@ invent new ones.
 4. Images are not sent: an `asset:` link points to a picture you cannot see. Do not guess what \
 it shows beyond what the text says.
 5. Propose only the fields of the tool. The statement, the settings and the ids are the \
-teacher's: they are not yours to write. Leave a field empty rather than guess.
-6. `explanation` (why the right answer is right, read by the student after the correction): \
-write it only when the draft's explanation is empty; otherwise leave it empty.
-7. Be correct first: a wrong answer key is worse than none.
+teacher's: they are not yours to write. Leave a field empty rather than guess. Text is Markdown.
+6. Be correct first: a wrong answer key is worse than none. When the statement is ambiguous, \
+propose what its most natural reading calls for.
 """
 
 
-def system_prompt(generator: AnswerGenerator, item: ItemCall | None = None) -> str:
-    """Common rules, then what this type's wand proposes (or the one item's)."""
-    instructions = item.instructions if item is not None else generator.instructions
-    return f"{COMMON_RULES}\nQuestion type: {generator.type_name}\n{instructions}\n"
+def system_prompt(generator: AnswerGenerator, item: ItemWand | None = None) -> str:
+    """Common rules, then what this type's wand proposes (and the explanation, or the item's)."""
+    parts = [COMMON_RULES, f"Question type: {generator.type_name}", generator.instructions]
+    parts.append(item.instructions if item is not None else EXPLANATION_RULE)
+    return "\n".join(parts) + "\n"
 
 
 def draft_json(type_name: str, config: Any, explanation: str) -> str:
@@ -69,7 +75,7 @@ def user_message(
     else:
         parts.append("Images are not sent.")
     if item_index is not None:
-        parts.append(f"Propose ONE choice for the empty row at index {item_index} (from 0).")
+        parts.append(f"The empty element is number {item_index + 1} (counting from 1).")
     else:
         parts.append("Propose what the draft is missing.")
     return "\n\n".join(parts)

@@ -1,4 +1,8 @@
-"""The generators by question type: a type gets the wand by being listed here (ADR-059 §7)."""
+"""The generators by question type: a type gets the wand by being listed here (ADR-059 §7).
+
+cloze, circuit, diagram and brainstorm have none, as on the platform: the wand answers
+`generate_unsupported` for them.
+"""
 
 from __future__ import annotations
 
@@ -30,8 +34,10 @@ def generated_types() -> list[str]:
 
 
 def generator_for(type_name: str) -> AnswerGenerator:
-    """The generator of a type; a type without one is `invalid_request`."""
+    """The generator of a type; a type without one is `generate_unsupported`."""
     found = GENERATORS.get(type_name)
     if found is None:
-        raise ContractError(ErrorCode.invalid_request, f"{type_name!r} has no answer generator")
+        raise ContractError(
+            ErrorCode.generate_unsupported, f"The {type_name} question type has no wand."
+        )
     return found

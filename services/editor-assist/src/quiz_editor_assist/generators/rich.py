@@ -1,49 +1,56 @@
-"""rich: propose the model answer and the rubric, written only where empty (ADR-059 §2)."""
+"""rich: propose a model answer and a rubric, each written only where the field is blank (§2).
+
+heig-quiz `packages/qt-rich/src/generate.ts` (`mergeRich`): both proposals are trimmed; an
+over-long one is cut, not dropped (the reference to 50,000 characters, the rubric to 20,000).
+Both are the grader's: the student view never carries them (invariant 4).
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
-from pydantic import Field
+from pydantic import BaseModel, Field
 
-from quiz_contracts.questions.rich import RICH_TEXT_MAX
+from quiz_contracts.questions.rich import RICH_MAX_CHARS, RICH_RUBRIC_MAX
 from quiz_editor_assist.generators.base import (
     BaseGenerator,
-    Proposal,
     copy_draft,
-    is_blank_field,
-    proposal_text,
+    proposal_string,
+    trimmed_cut,
+    writable,
 )
 
 
-class RichProposal(Proposal):
-    """The grader's texts."""
+class RichProposal(BaseModel):
+    """The grader's texts, in Markdown."""
 
-    reference: str = Field(default="", description="A model answer, as a good student writes it.")
-    rubric: str = Field(
-        default="", description="How to grade: the points expected and what each is worth."
-    )
+    reference: str = Field(description="A model answer of the length and level asked for.")
+    rubric: str = Field(description="The points that earn marks, each with its share.")
 
 
 INSTRUCTIONS = """\
-Propose, for this open question graded by a teacher, a model answer (`reference`) of the length \
-and level the statement asks for, and a grading rubric (`rubric`): a short markdown list of the \
-points expected, each with what it is worth. Leave a field empty when the draft already has it.\
+The question is an essay, graded by hand. Propose, in Markdown: `reference`, a model answer of \
+the length and level the statement asks for (within `maxChars` when it is set); and `rubric`, \
+the criteria a grader reads beside each answer: a short list of the points that earn marks, \
+each with its share, and the common mistakes that lose them. A field the draft already fills \
+is kept as the teacher wrote it: leave its proposal empty.\
 """
+
+LIMITS = {"reference": RICH_MAX_CHARS, "rubric": RICH_RUBRIC_MAX}
 
 
 def merge_rich_proposal(config: dict[str, Any], proposal: dict[str, Any]) -> dict[str, Any]:
-    """Write the reference and the rubric only where the draft's are empty."""
+    """Write the reference and the rubric only where the draft's are blank."""
     merged = copy_draft(config)
-    for key in ("reference", "rubric"):
-        proposed = proposal_text(proposal, key, RICH_TEXT_MAX)
-        if proposed and is_blank_field(merged, key):
+    for key, limit in LIMITS.items():
+        proposed = trimmed_cut(proposal_string(proposal, key) or "", limit)
+        if proposed and writable(merged, key):
             merged[key] = proposed
     return merged
 
 
 class RichGenerator(BaseGenerator):
-    """The free-text wand."""
+    """The essay wand."""
 
     type_name = "rich"
     instructions = INSTRUCTIONS
