@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 from pathlib import Path
 
 from fastapi import FastAPI
 
+from quiz_contracts.runner import MAX_REPLY_BYTES, MESSAGE_HEADROOM
+from quiz_contracts.subjects import NATS_MAX_PAYLOAD
 from quiz_runner.api import slots_router
 from quiz_runner.config import RunnerSettings
 from quiz_runner.handlers import endpoints
@@ -15,7 +18,7 @@ from quiz_runner.languages import Toolchain
 from quiz_runner.metrics import RunnerMetrics
 from quiz_runner.sandbox.base import Sandbox, ensure_init, watch_children_with_pidfds
 from quiz_runner.sandbox.bwrap import BwrapSandbox
-from quiz_runner.service import CompileLimits, RunnerService
+from quiz_runner.service import CompileLimits, RunnerService, self_test
 from quiz_runner.slots import Slots
 from quiz_runner.uids import UidClaim, claim_uids
 from quiz_servicekit.app import ServiceRuntime, create_service_app, serve
@@ -23,6 +26,14 @@ from quiz_servicekit.app import ServiceRuntime, create_service_app, serve
 NAME = "runner"
 VERSION = "0.1.0"
 log = logging.getLogger(__name__)
+
+# What /readyz says of the isolation without root (docs/runner.md, "Without root").
+ROOTLESS_WEAKER = (
+    "every slot runs its sandboxes as the runner's own uid: a namespace escape lands on that "
+    "user's account rather than on an empty uid, and no per-job sweep of leftover processes "
+    "runs (the sandbox's pid namespace is the only reaper); the limits, namespaces, read-only "
+    "toolchain and tmpfs quotas are the same"
+)
 
 
 class _Holder:
@@ -39,7 +50,7 @@ class _Holder:
 
 def build_sandbox(settings: RunnerSettings) -> Sandbox:
     """The configured backend, with its init built (and, for docker, its image imported)."""
-    state = Path(settings.state_dir)
+    state = settings.state_path()
     state.mkdir(parents=True, exist_ok=True)
     init = ensure_init(state)
     if settings.backend == "docker":
@@ -47,7 +58,7 @@ def build_sandbox(settings: RunnerSettings) -> Sandbox:
 
         client = docker_backend.connect_or_start(settings.docker_host)
         image = docker_backend.ensure_image(client, init)
-        return docker_backend.DockerSandbox(client, image)
+        return docker_backend.DockerSandbox(client, image, state)
     return BwrapSandbox(init, settings.bwrap_path)
 
 
@@ -66,16 +77,36 @@ def create_app(settings: RunnerSettings | None = None) -> FastAPI:
 
     async def on_startup(rt: ServiceRuntime) -> None:
         watch_children_with_pidfds()
-        # Claimed before anything runs; UidsUnavailable stops the start-up with its reason.
-        uids = holder.uids = claim_uids(
-            settings.slots, settings.uid_base, settings.uid_range, Path(settings.uid_lock_dir)
-        )
-        log.info("runner: slot uids %s (locks in %s)", uids.uids, uids.lock_dir)
+        rootless = os.geteuid() != 0
+        if rootless:
+            if settings.backend == "docker":
+                raise RuntimeError("the docker backend needs root (RUNNER_BACKEND=bwrap does not)")
+            # One uid for every slot, ours: nothing to claim, and nothing is ever swept.
+            uids = [os.geteuid()] * settings.slots
+            log.warning("runner: not root: every slot runs as uid %d (%s)", uids[0], "rootless")
+        else:
+            # Claimed before anything runs; UidsUnavailable stops the start-up with its reason.
+            holder.uids = claim_uids(
+                settings.slots, settings.uid_base, settings.uid_range, Path(settings.uid_lock_dir)
+            )
+            uids = holder.uids.uids
+            log.info("runner: slot uids %s (locks in %s)", uids, holder.uids.lock_dir)
         sandbox = await asyncio.to_thread(build_sandbox, settings)
+        # A sandbox that cannot start stops the runner now, saying why, not at the first job.
+        await self_test(sandbox, uids[0])
+        reply_bytes = min(MAX_REPLY_BYTES, rt.nc.max_payload - MESSAGE_HEADROOM)
+        if rt.nc.max_payload < NATS_MAX_PAYLOAD:
+            log.warning(
+                "runner: the NATS server takes messages of %d bytes, under the %d our "
+                "configurations set (max_payload): replies are kept within %d bytes",
+                rt.nc.max_payload,
+                NATS_MAX_PAYLOAD,
+                reply_bytes,
+            )
         holder.service = RunnerService(
             sandbox,
             Slots(settings.slots, settings.busy_retry_after_s),
-            Path(settings.state_dir),
+            settings.state_path(),
             tools=Toolchain(python=settings.python),
             compile_limits=CompileLimits(
                 wall_s=settings.compile_wall_s,
@@ -86,12 +117,20 @@ def create_app(settings: RunnerSettings | None = None) -> FastAPI:
             ),
             uids=uids,
             metrics=RunnerMetrics(rt.metrics.registry, rt.metrics.prefix),
+            reply_bytes=reply_bytes,
         )
+        rt.ready_details["isolation"] = {
+            "backend": sandbox.name,
+            "mode": "rootless" if rootless else "per-slot uids",
+            "uids": sorted(set(uids)),
+            **({"weaker": ROOTLESS_WEAKER} if rootless else {}),
+        }
         log.info(
-            "runner: %s backend, %d slots, languages %s",
+            "runner: %s backend, %d slots, languages %s, replies up to %d bytes",
             sandbox.name,
             settings.slots,
             [lang.value for lang in holder.service.languages()],
+            reply_bytes,
         )
 
         async def sandbox_ready() -> bool:
