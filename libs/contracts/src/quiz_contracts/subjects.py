@@ -21,7 +21,8 @@ LESSON_FIX_PREFIX = "lesson.v1"
 # The micro service names: `$SRV.PING.<name>` answers per service.
 SERVICE_NAMES = ("llm-gateway", "runner", "editor-assist", "review", "poll", "lesson-fix")
 
-# The largest message our NATS servers take (`max_payload` in every configuration we ship:
-# scripts/devrun.py, the testkit's nats-server, docker-compose.yml, deploy/k8s/nats). Contracts
-# derive their size maxima from it: a message over it never reaches its service.
+# The largest message our NATS servers take: `max_payload` in every configuration we ship
+# (scripts/devrun.py, the testkit's nats-server, deploy/compose/nats.conf,
+# deploy/helm/nats-values.yaml). Contracts derive their size maxima from it: a message over it
+# never reaches its service.
 NATS_MAX_PAYLOAD = 8 * 1024 * 1024

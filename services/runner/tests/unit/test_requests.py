@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import os
 
 import pytest
 
@@ -12,7 +13,9 @@ from quiz_contracts.runner import (
     MAX_CASES,
     MAX_FILE_BYTES_IN,
     MAX_FILES,
+    MAX_REQUEST_BYTES,
     MAX_STDIN_BYTES,
+    MEMORY_FLOOR_MB,
     RUN_LIMIT_MAXIMA,
     CaseResult,
     PictureSpec,
@@ -24,7 +27,15 @@ from quiz_contracts.runner import (
     text_and_b64,
 )
 from quiz_runner.languages import Toolchain, build_plan, check_file_path
-from quiz_runner.sandbox.base import ExecLimits, Execution, apply_status, judge_memory
+from quiz_runner.sandbox.base import (
+    ExecLimits,
+    Execution,
+    apply_status,
+    judge_memory,
+    kill_uid,
+    parse_archive,
+)
+from quiz_runner.sandbox.bwrap import as_uid
 from quiz_runner.service import case_limits, validate_request
 
 
@@ -210,3 +221,39 @@ def test_wire_text_is_lossless() -> None:
     assert case.stdout_bytes() == b"a\xffb"
     # A literal backslash-x in valid UTF-8 is not confused with an escape.
     assert CaseResult(name="y", stdout="a\\xffb").stdout_bytes() == b"a\\xffb"
+
+
+def test_memory_under_the_language_floor_is_refused() -> None:
+    for language, floor in MEMORY_FLOOR_MB.items():
+        ok = req(language=language, limits=RunLimits(memory_mb=floor))
+        if language == "java":
+            ok = ok.model_copy(update={"files": [RunFile(path="Main.java")]})
+        validate_request(ok)
+        err = refused(ok.model_copy(update={"limits": RunLimits(memory_mb=floor - 1)}))
+        assert err.code is ErrorCode.limit_exceeded and f"{floor} MiB" in err.message
+
+
+def test_a_request_that_cannot_travel_in_one_message_is_refused() -> None:
+    stdin = "x" * MAX_STDIN_BYTES
+    cases = [RunCase(name=str(i), stdin=stdin) for i in range(MAX_REQUEST_BYTES // MAX_STDIN_BYTES)]
+    validate_request(req(cases=cases))
+    err = refused(req(cases=[*cases, RunCase(name="one more", stdin=stdin)]))
+    assert err.code is ErrorCode.limit_exceeded and "MAX_REQUEST_BYTES" in err.message
+
+
+def test_the_build_archive_is_read_strictly() -> None:
+    good = b"D 755 0 3\npkgF 644 5 11\npkg/A.class" + b"hello"
+    entries, error = parse_archive(good)
+    assert error is None and entries["pkg"].data is None and entries["pkg/A.class"].data == b"hello"
+    over = good + b"E over\n"
+    assert "over" in (parse_archive(over)[1] or "")
+    for bad in (b"F 644 5 9\n../escape" + b"hello", b"F 644 99 1\nA" + b"x", b"X 1 2 3\n"):
+        assert parse_archive(bad)[1] is not None, bad
+
+
+def test_a_runner_never_sweeps_its_own_uid() -> None:
+    """Without root every slot runs as the runner's own uid: never swept, never switched."""
+    with pytest.raises(ValueError):
+        kill_uid(os.getuid())
+    argv, extra = as_uid(["bwrap"], os.geteuid())
+    assert argv == ["bwrap"] and extra == {}
