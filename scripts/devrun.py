@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -80,7 +81,7 @@ TAILS: dict[str, deque[str]] = {}
 def pump(prefix: str, colour: str, stream: object) -> None:
     """Copy a child's output line by line, prefixed and coloured; keep its last lines."""
     tty = sys.stdout.isatty()
-    tail = TAILS.setdefault(prefix, deque(maxlen=12))
+    tail = TAILS.setdefault(prefix, deque(maxlen=40))
     for raw in iter(stream.readline, b""):  # type: ignore[attr-defined]
         line = raw.decode("utf-8", "replace").rstrip("\n")
         tail.append(line)
@@ -88,11 +89,19 @@ def pump(prefix: str, colour: str, stream: object) -> None:
         print(f"{tag} {line}", flush=True)
 
 
+# The line of a traceback that says what went wrong: "SomeError: why".
+REASON = re.compile(r"^\s*([A-Za-z_][\w.]*(Error|Exception|Unavailable|Exit))\b.*")
+
+
 def failure_report(name: str, returncode: int, tail: list[str], started: bool) -> str:
-    """Which service failed, how, and its own last words (the reason is usually the last)."""
+    """Which service failed, how, why (the exception it died of), and its last words."""
     when = "while running" if started else "at start-up"
-    lines = [f"{name} failed {when} (exit code {returncode}). Its last output:"]
-    lines += [f"    {line}" for line in tail] or ["    (nothing)"]
+    lines = [f"{name} failed {when} (exit code {returncode})."]
+    reasons = [line.strip() for line in tail if REASON.match(line)]
+    if reasons:
+        lines.append(f"Why: {reasons[-1]}")
+    lines.append("Its last output:")
+    lines += [f"    {line}" for line in tail[-8:]] or ["    (nothing)"]
     lines.append(f"Stopping the system: fix {name} (above), then `make run` again.")
     return "\n".join(["", *lines, ""])
 

@@ -51,7 +51,12 @@ class _Holder:
 def build_sandbox(settings: RunnerSettings) -> Sandbox:
     """The configured backend, with its init built (and, for docker, its image imported)."""
     state = settings.state_path()
-    state.mkdir(parents=True, exist_ok=True)
+    try:
+        state.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise RuntimeError(
+            f"cannot create the runner's state dir {state} (RUNNER_STATE_DIR): {exc.strerror}"
+        ) from None
     init = ensure_init(state)
     if settings.backend == "docker":
         from quiz_runner.sandbox import docker as docker_backend

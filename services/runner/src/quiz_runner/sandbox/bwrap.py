@@ -286,7 +286,10 @@ class BwrapSandbox:
                 )
                 args += tree
                 fds += tree_fds
-        build_args, build_fds = self._readonly_tree(job, "build", BUILD_DIR, job.build)
+        if job.build:
+            build_args, build_fds = self._readonly_tree(job, "build", BUILD_DIR, job.build)
+        else:  # nothing was built (Python, JavaScript): an empty dir of the read-only root
+            build_args, build_fds = ["--dir", BUILD_DIR], []
         args += [*build_args, "--chdir", WORK_DIR]
         # bwrap's root is a tmpfs without a size: read-only, so nothing is written there.
         args += ["--remount-ro", "/"]
