@@ -86,18 +86,22 @@ def test_the_runner_suite_passes_in_a_checkout_under_0700(private_home: Path) ->
         text=True,
     )
     assert bwrap.stdout.startswith(str(private_home)), bwrap  # the wheel is under 0700
-    # The bwrap backend's suite (docker's would not tell more: dockerd binds as root), without
-    # the two slowest cases that do not touch the checkout's location.
+    # The sandboxed part of the runner's suite on bwrap (docker's would not tell more: dockerd
+    # binds as root): the hostile and language suites and the service started whole, less the
+    # slow memory and Java cases, which do not touch the checkout's location. CI-sized.
+    tests = "services/runner/tests/integration"
     run = subprocess.run(
         [
             ".venv/bin/python",
             "-m",
             "pytest",
-            "services/runner/tests",
+            f"{tests}/test_hostile.py",
+            f"{tests}/test_languages.py",
+            f"{tests}/test_nats.py::test_run_over_nats",
             "-m",
             "not docker",
             "-k",
-            "not over_one_message and not without_root",
+            "not memory_is_judged and not java_",
             "-q",
             "-p",
             "no:cacheprovider",
@@ -111,4 +115,4 @@ def test_the_runner_suite_passes_in_a_checkout_under_0700(private_home: Path) ->
     summary = run.stdout.strip().splitlines()[-1] if run.stdout.strip() else ""
     assert run.returncode == 0, run.stdout[-6000:] + run.stderr[-2000:]
     passed = re.search(r"(\d+) passed", summary)
-    assert passed and int(passed.group(1)) >= 80, summary
+    assert passed and int(passed.group(1)) >= 30, summary

@@ -247,7 +247,8 @@ def test_the_build_archive_is_read_strictly() -> None:
     assert error is None and entries["pkg"].data is None and entries["pkg/A.class"].data == b"hello"
     over = good + b"E over\n"
     assert "over" in (parse_archive(over)[1] or "")
-    for bad in (b"F 644 5 9\n../escape" + b"hello", b"F 644 99 1\nA" + b"x", b"X 1 2 3\n"):
+    bad_ones = (b"F 644 5 9\n../escape" + b"hello", b"F 644 99 1\nA" + b"x", b"X 1 2 3\n")
+    for bad in (*bad_ones, b"D 999 0 1\nA"):
         assert parse_archive(bad)[1] is not None, bad
 
 

@@ -243,7 +243,10 @@ def parse_archive(data: bytes) -> tuple[dict[str, BuildEntry], str | None]:
             )
         if len(head) != 4 or head[0] not in (b"D", b"F") or not all(h.isdigit() for h in head[1:]):
             return entries, "the build archive is malformed"
-        mode, size, path_len = int(head[1], 8), int(head[2]), int(head[3])
+        try:
+            mode, size, path_len = int(head[1], 8), int(head[2]), int(head[3])
+        except ValueError:  # a mode that is not octal
+            return entries, "the build archive is malformed"
         path_start = end + 1
         data_start = path_start + path_len
         try:
