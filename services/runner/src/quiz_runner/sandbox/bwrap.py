@@ -16,12 +16,13 @@ import contextlib
 import fcntl
 import os
 import shutil
-import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 from quiz_runner.languages import BUILD_DIR, SANDBOX_PATH_ENV, SOURCE_DIR, WORK_DIR
 from quiz_runner.sandbox.base import (
+    MAX_BUILD_BYTES,
     BuildEntry,
     ExecLimits,
     Execution,
@@ -84,6 +85,24 @@ def sealed_memfd(name: str, data: bytes) -> int:
     seals = fcntl.F_SEAL_WRITE | fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SEAL
     fcntl.fcntl(fd, fcntl.F_ADD_SEALS, seals)
     return fd
+
+
+@contextlib.contextmanager
+def report_channel(name: str) -> Iterator[int]:
+    """An in-memory file the init writes once the program is done (status, picture, build).
+
+    Not a pipe: nothing can block on a full pipe nobody reads yet. Closed on leaving.
+    """
+    fd = os.memfd_create(name, os.MFD_CLOEXEC)
+    try:
+        yield fd
+    finally:
+        os.close(fd)
+
+
+def read_channel(fd: int, limit: int) -> bytes:
+    """At most `limit` bytes of what was written to a report channel."""
+    return os.pread(fd, limit, 0)
 
 
 def fd_path(fd: int) -> str:
@@ -244,8 +263,8 @@ class BwrapSandbox:
             "--remount-ro",
             "/",
         ]
-        with tempfile.TemporaryFile() as archive:
-            extra = archive_argv(BUILD_DIR, str(archive.fileno()))
+        with report_channel("build-archive") as archive:
+            extra = archive_argv(BUILD_DIR, str(archive))
             result = await self._execute(
                 job,
                 args,
@@ -253,11 +272,11 @@ class BwrapSandbox:
                 b"",
                 limits,
                 writable=(BUILD_DIR, "/tmp", "/dev/shm"),  # noqa: S108 - sandbox paths
-                fds=[*fds, archive.fileno()],
+                fds=[*fds, archive],
                 init_extra=extra,
             )
-            archive.seek(0)
-            job.build, result.build_error = parse_archive(archive.read())
+            built = read_channel(archive, MAX_BUILD_BYTES + (1 << 20))
+            job.build, result.build_error = parse_archive(built)
         return result
 
     async def run(
@@ -293,12 +312,13 @@ class BwrapSandbox:
         args += [*build_args, "--chdir", WORK_DIR]
         # bwrap's root is a tmpfs without a size: read-only, so nothing is written there.
         args += ["--remount-ro", "/"]
-        with tempfile.TemporaryFile() as collected:
-            extra: list[str] = []
+        extra: list[str] = []
+        with contextlib.ExitStack() as channels:
             if collect is not None:
-                extra = ["--collect", collect, "--collect-out", str(collected.fileno())]
+                collected = channels.enter_context(report_channel("picture"))
+                extra = ["--collect", collect, "--collect-out", str(collected)]
                 extra += ["--collect-max", str(limits.file_bytes)]
-                fds.append(collected.fileno())
+                fds.append(collected)
             result = await self._execute(
                 job,
                 args,
@@ -310,8 +330,7 @@ class BwrapSandbox:
                 init_extra=extra,
             )
             if collect is not None:
-                collected.seek(0)
-                result.collected = collected.read(limits.file_bytes + 1)
+                result.collected = read_channel(collected, limits.file_bytes + 1)
         return result
 
     async def _execute(
@@ -326,14 +345,12 @@ class BwrapSandbox:
         fds: list[int],
         init_extra: list[str],
     ) -> Execution:
-        # Report channels are unlinked host files, not pipes: the init writes them after the
-        # program ended, so nothing can block on a full pipe nobody reads yet.
-        with tempfile.TemporaryFile() as status:
+        with report_channel("status") as status:
             args_fd = os.memfd_create("bwrap-args", os.MFD_CLOEXEC)
             try:
                 os.write(args_fd, b"\0".join(a.encode() for a in bwrap_args) + b"\0")
                 os.lseek(args_fd, 0, os.SEEK_SET)
-                init = [*self._init_args(limits, status.fileno(), writable), *init_extra]
+                init = [*self._init_args(limits, status, writable), *init_extra]
                 command = [fd_path(self.bwrap_fd), "--args", str(args_fd), "--", *init, "--"]
                 env = {"PATH": SANDBOX_PATH_ENV}
                 if self.preload_fds:
@@ -345,7 +362,7 @@ class BwrapSandbox:
                     self.init_fd,
                     *self.preload_fds,
                     args_fd,
-                    status.fileno(),
+                    status,
                     *fds,
                 ]
                 result = await run_bounded(
@@ -353,8 +370,7 @@ class BwrapSandbox:
                 )
             finally:
                 os.close(args_fd)
-            status.seek(0)
-            apply_status(result, status.read(4096), limits)
+            apply_status(result, read_channel(status, 4096), limits)
         if (result.init_error is not None or result.timed_out is not None) and sweepable(job.uid):
             # The kernel ends the pid namespace with its pid 1; this sweep is the second lock.
             await asyncio.to_thread(kill_uid, job.uid)
