@@ -38,7 +38,10 @@ bench: env
 token: env
 	@$(UV) run --no-sync python scripts/devtoken.py --sub "$${SUB:-teacher-1}" --grants "$${GRANTS:-}"
 
+# Everything `make run` and `make test` leave is under .data (the runner's state too); a docker
+# job dir of a killed runner may still be a tmpfs mount there.
 clean:
+	-@awk '$$2 ~ "^$(CURDIR)/.data/" {print $$2}' /proc/self/mounts | xargs -r umount -l 2>/dev/null
 	rm -rf .data .venv
 
 docs: env

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -17,6 +18,7 @@ import sys
 import threading
 import time
 import urllib.request
+from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -72,13 +74,36 @@ def die_with_parent() -> None:
     libc.prctl(pr_set_pdeathsig, signal.SIGTERM)
 
 
+# The last lines each child printed: what `make run` repeats when that child fails.
+TAILS: dict[str, deque[str]] = {}
+
+
 def pump(prefix: str, colour: str, stream: object) -> None:
-    """Copy a child's output line by line, prefixed and coloured."""
+    """Copy a child's output line by line, prefixed and coloured; keep its last lines."""
     tty = sys.stdout.isatty()
+    tail = TAILS.setdefault(prefix, deque(maxlen=40))
     for raw in iter(stream.readline, b""):  # type: ignore[attr-defined]
         line = raw.decode("utf-8", "replace").rstrip("\n")
+        tail.append(line)
         tag = f"{colour}{prefix:>13} |{RESET}" if tty else f"{prefix:>13} |"
         print(f"{tag} {line}", flush=True)
+
+
+# The line of a traceback that says what went wrong: "SomeError: why".
+REASON = re.compile(r"^\s*([A-Za-z_][\w.]*(Error|Exception|Unavailable|Exit))\b.*")
+
+
+def failure_report(name: str, returncode: int, tail: list[str], started: bool) -> str:
+    """Which service failed, how, why (the exception it died of), and its last words."""
+    when = "while running" if started else "at start-up"
+    lines = [f"{name} failed {when} (exit code {returncode})."]
+    reasons = [line.strip() for line in tail if REASON.match(line)]
+    if reasons:
+        lines.append(f"Why: {reasons[-1]}")
+    lines.append("Its last output:")
+    lines += [f"    {line}" for line in tail[-8:]] or ["    (nothing)"]
+    lines.append(f"Stopping the system: fix {name} (above), then `make run` again.")
+    return "\n".join(["", *lines, ""])
 
 
 def start(name: str, argv: list[str], env: dict[str, str], colour: str) -> subprocess.Popen[bytes]:
@@ -106,11 +131,12 @@ def is_ready(url: str) -> bool:
         return False
 
 
-def exited(procs: list[tuple[str, subprocess.Popen[bytes]]]) -> str | None:
-    """The name of a child that has exited, if any."""
+def exited(procs: list[tuple[str, subprocess.Popen[bytes]]], started: bool) -> str | None:
+    """The failure report of a child that has exited, if any."""
     for name, p in procs:
         if p.poll() is not None:
-            return f"{name} exited with {p.returncode}"
+            time.sleep(0.2)  # its last lines are still on their way through the pipe
+            return failure_report(name, p.returncode, list(TAILS.get(name, ())), started)
     return None
 
 
@@ -151,10 +177,15 @@ def main() -> int:
 
     nats_url = os.environ.get("NATS_URL")
     if not nats_url:
+        from quiz_testkit.nats_server import nats_config
+
         port = 4222 if port_free(4222) else free_port()
         nats_url = f"nats://127.0.0.1:{port}"
-        argv = [str(BIN / "nats-server"), "-a", "127.0.0.1", "-p", str(port), "-js"]
-        argv += ["-sd", str(DATA / "nats")]
+        # max_payload as everywhere we ship NATS (quiz_contracts.subjects.NATS_MAX_PAYLOAD).
+        config = DATA / "nats.conf"
+        config.write_text(nats_config())
+        argv = [str(BIN / "nats-server"), "-c", str(config), "-a", "127.0.0.1", "-p", str(port)]
+        argv += ["-js", "-sd", str(DATA / "nats")]
         procs.append(("nats", start("nats", argv, dict(os.environ), COLOURS[6])))
         time.sleep(0.3)
     env = dict(os.environ)
@@ -166,6 +197,8 @@ def main() -> int:
             "PYTHONUNBUFFERED": "1",
         }
     )
+    # The runner's state under .data too (root or not), so `make clean` takes it away.
+    env.setdefault("RUNNER_STATE_DIR", str(DATA / "runner"))
     urls: dict[str, str] = {}
     for i, svc in enumerate(SERVICES):
         port = svc.port if port_free(svc.port) else free_port()
@@ -178,8 +211,8 @@ def main() -> int:
         pending = dict(urls)
         deadline = time.monotonic() + 120
         while pending and not stopping.is_set() and time.monotonic() < deadline:
-            if (why := exited(procs)) is not None:
-                print(f"{why}; stopping the system", flush=True)
+            if (why := exited(procs, started=False)) is not None:
+                print(why, flush=True)
                 return 1
             pending = {n: u for n, u in pending.items() if not is_ready(u)}
             stopping.wait(0.3)
@@ -195,8 +228,8 @@ def main() -> int:
             flush=True,
         )
         while not stopping.is_set():
-            if (why := exited(procs)) is not None:
-                print(f"{why}; stopping the system", flush=True)
+            if (why := exited(procs, started=True)) is not None:
+                print(why, flush=True)
                 return 1
             stopping.wait(0.5)
     finally:

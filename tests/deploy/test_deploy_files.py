@@ -23,7 +23,7 @@ COMPOSE_SCHEMA = Path("/work/shared/schemas/compose-spec.json")
 NGINX_CONF = ROOT / "deploy" / "compose" / "nginx.conf"
 # The one Deployment allowed to run as uid 0: it switches to a uid per sandbox slot
 # (docs/operations.md, "Runner sandbox"), with its capabilities cut to these.
-ROOT_ALLOWED = {"runner": {"SETUID", "SETGID", "CHOWN", "KILL", "DAC_OVERRIDE"}}
+ROOT_ALLOWED = {"runner": {"SETUID", "SETGID", "KILL"}}
 
 
 def workspace_services() -> list[str]:

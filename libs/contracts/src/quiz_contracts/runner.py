@@ -6,11 +6,23 @@ state (`compile.ok == false`, no case results), not an error. Errors on the wire
 
 - `runner_busy` (with `retry_after_s`): every slot is taken; nothing is queued.
 - `limit_exceeded`: a limit, the stdin, the argv, the files or the number of cases is over its
-  hard maximum (`RUN_LIMIT_MAXIMA`, `MAX_*` below).
+  hard maximum (`RUN_LIMIT_MAXIMA`, `MAX_*` below), `memory_mb` is under the language's floor
+  (`MEMORY_FLOOR_MB`), or the request or its reply cannot fit in one NATS message; the message
+  names the limit.
 - `unsupported_language`: a language this runner does not offer.
 - `invalid_request`: a malformed request (bad file path, no file).
 
 Callers map NATS "no responders" to `runner_unavailable`.
+
+Sizes on the bus. A request and its reply each travel as one NATS message, so both are bounded
+by the `max_payload` our NATS configurations set (`subjects.NATS_MAX_PAYLOAD`, 8 MiB) less room
+for headers: `MAX_REQUEST_BYTES` and `MAX_REPLY_BYTES`. A caller refuses a larger request before
+sending it (`limit_exceeded`). The runner refuses up front a request whose reply could not fit
+even with empty outputs (a picture too large for the room left by its cases); otherwise it keeps
+the reply within `MAX_REPLY_BYTES` as cases come back: when the outputs of the cases run so far
+fill it, the outputs of the next cases are cut to what fits (their `reply_cut` is true; the
+programs themselves ran to their end). Every case result fits: room for each case's status is
+reserved before the first runs.
 
 Bytes on the wire. Program output is bytes; the reply carries it as text plus, only when the
 bytes are not valid UTF-8, their exact base64: `stdout` is the output decoded as UTF-8 with every
@@ -48,6 +60,7 @@ from pydantic import Field
 
 from quiz_contracts.base import WireModel
 from quiz_contracts.pictures import IMAGE_MAX_SIDE, Palette
+from quiz_contracts.subjects import NATS_MAX_PAYLOAD
 
 
 class RunLanguage(StrEnum):
@@ -57,7 +70,7 @@ class RunLanguage(StrEnum):
     c = "c"  # C (gcc, -O2, C17)
     cpp = "cpp"  # C++ (g++, -O2, C++17)
     javascript = "javascript"  # Node.js
-    java = "java"  # Java 17; the entry file declares the public class of the same name
+    java = "java"  # Java 17; runs the one class that declares `public static void main`
 
 
 # Hard maxima of the parts of a request that are not limits: over any → `limit_exceeded`.
@@ -67,6 +80,21 @@ MAX_FILE_BYTES_IN = 256 * 1024  # one source or extra file, decoded
 MAX_STDIN_BYTES = 256 * 1024  # per case
 MAX_ARGS = 64
 MAX_ARGV_BYTES = 16 * 1024  # sum of the UTF-8 lengths of one case's args
+
+# Headers (trace context, error codes) and framing travel in the same NATS message.
+MESSAGE_HEADROOM = 64 * 1024
+MAX_REQUEST_BYTES = NATS_MAX_PAYLOAD - MESSAGE_HEADROOM  # a RunRequest, JSON-encoded
+MAX_REPLY_BYTES = NATS_MAX_PAYLOAD - MESSAGE_HEADROOM  # a RunReply, JSON-encoded
+
+# The smallest `memory_mb` each language runs a program in (a smaller one → limit_exceeded):
+# its runtime's own start-up (interpreter, JVM, V8 heap) plus room for a small program.
+MEMORY_FLOOR_MB: dict[str, int] = {
+    "c": 8,
+    "cpp": 8,
+    "python": 8,
+    "javascript": 16,
+    "java": 16,
+}
 
 
 class RunFile(WireModel):
@@ -96,9 +124,19 @@ class RunCase(WireModel):
 class RunLimits(WireModel):
     """Per-case limits (compile has its own fixed ones). Over `RUN_LIMIT_MAXIMA` → refused."""
 
-    cpu_s: float = Field(default=2.0, gt=0, description="CPU seconds of each process.")
+    cpu_s: float = Field(
+        default=2.0,
+        gt=0,
+        description="CPU seconds of the program (its threads and the children it waited for), "
+        "to the millisecond; more ends the case as timed_out='cpu'.",
+    )
     wall_s: float = Field(default=5.0, gt=0, description="Wall clock of the whole case.")
-    memory_mb: int = Field(default=256, gt=0, description="Address space of each process, MiB.")
+    memory_mb: int = Field(
+        default=256,
+        gt=0,
+        description="Memory of the program, MiB: its address space (C, C++, Python) or its "
+        "runtime's heap (Java -Xmx, V8 heap); at least MEMORY_FLOOR_MB of the language.",
+    )
     processes: int = Field(default=16, gt=0, description="Processes and threads at once.")
     output_bytes: int = Field(
         default=64 * 1024, gt=0, description="stdout and stderr, each; more is cut."
@@ -197,7 +235,14 @@ class CaseResult(WireModel):
     wall_ms: int = 0
     timed_out: Literal["cpu", "wall"] | None = None
     output_truncated: bool = False
-    memory_exceeded: bool = False
+    memory_exceeded: bool = Field(
+        default=False, description="The memory limit stopped the program (it did not succeed)."
+    )
+    reply_cut: bool = Field(
+        default=False,
+        description="stdout/stderr cut to keep the reply within MAX_REPLY_BYTES; the program "
+        "was not stopped.",
+    )
 
     def stdout_bytes(self) -> bytes:
         """The exact bytes the program wrote to stdout (up to the output limit)."""
@@ -213,8 +258,13 @@ class CaseResult(WireModel):
 
     @property
     def completed(self) -> bool:
-        """Ran to its own end: no timeout, no cut output, no memory limit hit."""
-        return self.timed_out is None and not self.output_truncated and not self.memory_exceeded
+        """Ran to its own end and came back whole: no timeout, no cut, no memory limit hit."""
+        return (
+            self.timed_out is None
+            and not self.output_truncated
+            and not self.memory_exceeded
+            and not self.reply_cut
+        )
 
 
 class RunReply(WireModel):

@@ -50,3 +50,10 @@ def poll_tally_subject(evaluation_id: str) -> str:
 def poll_tally_filter() -> str:
     """The subscription filter of every poll's frames: `poll.v1.*.tally`."""
     return f"{POLL_PREFIX}.*.{POLL_TALLY_SUFFIX}"
+
+
+# The largest message our NATS servers take: `max_payload` in every configuration we ship
+# (scripts/devrun.py, the testkit's nats-server, deploy/compose/nats.conf,
+# deploy/helm/nats-values.yaml). Contracts derive their size maxima from it: a message over it
+# never reaches its service.
+NATS_MAX_PAYLOAD = 8 * 1024 * 1024

@@ -100,6 +100,8 @@ class ServiceRuntime:
         self.metrics = ServiceMetrics(name)
         self.endpoints: list[EndpointSpec[Any]] = []
         self.ready_checks: dict[str, ReadyCheck] = {}
+        # Facts /readyz states beside its checks (e.g. the runner's isolation mode).
+        self.ready_details: dict[str, Any] = {}
         self.http_url = ""
         self.database_url: str | None = None
         self._nc: NATS | None = None
@@ -305,10 +307,10 @@ def health_router(runtime: ServiceRuntime) -> APIRouter:
                 checks[name] = False
                 log.warning("readiness check %s failed: %s", name, e)
         ready = bool(checks) and all(checks.values())
-        return JSONResponse(
-            {"status": "ready" if ready else "not_ready", "checks": checks},
-            status_code=200 if ready else 503,
-        )
+        body: dict[str, Any] = {"status": "ready" if ready else "not_ready", "checks": checks}
+        if runtime.ready_details:
+            body["details"] = runtime.ready_details
+        return JSONResponse(body, status_code=200 if ready else 503)
 
     @router.get("/metrics")
     async def metrics(_: Request) -> Response:

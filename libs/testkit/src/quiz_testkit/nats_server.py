@@ -9,6 +9,14 @@ import sys
 import time
 from pathlib import Path
 
+from quiz_contracts.subjects import NATS_MAX_PAYLOAD
+
+
+def nats_config(max_payload: int = NATS_MAX_PAYLOAD) -> str:
+    """The nats-server configuration every NATS we ship runs with (only max_payload differs
+    from the defaults: the contracts' size maxima derive from it)."""
+    return f"max_payload: {max_payload}\n"
+
 
 def free_port(host: str = "127.0.0.1") -> int:
     """A TCP port nobody listens on right now."""
@@ -39,9 +47,13 @@ class NatsServer:
 
     def start(self, timeout_s: float = 10.0) -> NatsServer:
         self.store_dir.mkdir(parents=True, exist_ok=True)
+        config = self.store_dir / "nats.conf"
+        config.write_text(nats_config())
         self._proc = subprocess.Popen(
             [
                 nats_server_binary(),
+                "-c",
+                str(config),
                 "-a",
                 "127.0.0.1",
                 "-p",

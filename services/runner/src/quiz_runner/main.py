@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 from pathlib import Path
 
 from fastapi import FastAPI
 
+from quiz_contracts.runner import MAX_REPLY_BYTES, MESSAGE_HEADROOM
+from quiz_contracts.subjects import NATS_MAX_PAYLOAD
 from quiz_runner.api import slots_router
 from quiz_runner.config import RunnerSettings
 from quiz_runner.handlers import endpoints
@@ -15,7 +18,7 @@ from quiz_runner.languages import Toolchain
 from quiz_runner.metrics import RunnerMetrics
 from quiz_runner.sandbox.base import Sandbox, ensure_init, watch_children_with_pidfds
 from quiz_runner.sandbox.bwrap import BwrapSandbox
-from quiz_runner.service import CompileLimits, RunnerService
+from quiz_runner.service import CompileLimits, RunnerService, self_test
 from quiz_runner.slots import Slots
 from quiz_runner.uids import UidClaim, claim_uids
 from quiz_servicekit.app import ServiceRef, ServiceRuntime, create_service_app, run_service
@@ -24,18 +27,31 @@ NAME = "runner"
 VERSION = "0.1.0"
 log = logging.getLogger(__name__)
 
+# What /readyz says of the isolation without root (docs/runner.md, "Without root").
+ROOTLESS_WEAKER = (
+    "every slot runs its sandboxes as the runner's own uid: a namespace escape lands on that "
+    "user's account rather than on an empty uid, and no per-job sweep of leftover processes "
+    "runs (the sandbox's pid namespace is the only reaper); the limits, namespaces, read-only "
+    "toolchain and tmpfs quotas are the same"
+)
+
 
 def build_sandbox(settings: RunnerSettings) -> Sandbox:
     """The configured backend, with its init built (and, for docker, its image imported)."""
-    state = Path(settings.state_dir)
-    state.mkdir(parents=True, exist_ok=True)
+    state = settings.state_path()
+    try:
+        state.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise RuntimeError(
+            f"cannot create the runner's state dir {state} (RUNNER_STATE_DIR): {exc.strerror}"
+        ) from None
     init = ensure_init(state)
     if settings.backend == "docker":
         from quiz_runner.sandbox import docker as docker_backend
 
         client = docker_backend.connect_or_start(settings.docker_host)
         image = docker_backend.ensure_image(client, init)
-        return docker_backend.DockerSandbox(client, image)
+        return docker_backend.DockerSandbox(client, image, state)
     return BwrapSandbox(init, settings.bwrap_path)
 
 
@@ -56,17 +72,37 @@ def create_app(settings: RunnerSettings | None = None) -> FastAPI:
 
     async def on_startup(rt: ServiceRuntime) -> None:
         watch_children_with_pidfds()
-        # Claimed before anything runs; UidsUnavailable stops the start-up with its reason.
-        uids = claim_uids(
-            settings.slots, settings.uid_base, settings.uid_range, Path(settings.uid_lock_dir)
-        )
-        claims.append(uids)
-        log.info("runner: slot uids %s (locks in %s)", uids.uids, uids.lock_dir)
+        rootless = os.geteuid() != 0
+        if rootless:
+            if settings.backend == "docker":
+                raise RuntimeError("the docker backend needs root (RUNNER_BACKEND=bwrap does not)")
+            # One uid for every slot, ours: nothing to claim, and nothing is ever swept.
+            uids = [os.geteuid()] * settings.slots
+            log.warning("runner: not root: every slot runs as uid %d (%s)", uids[0], "rootless")
+        else:
+            # Claimed before anything runs; UidsUnavailable stops the start-up with its reason.
+            claim = claim_uids(
+                settings.slots, settings.uid_base, settings.uid_range, Path(settings.uid_lock_dir)
+            )
+            claims.append(claim)
+            uids = claim.uids
+            log.info("runner: slot uids %s (locks in %s)", uids, claim.lock_dir)
         sandbox = await asyncio.to_thread(build_sandbox, settings)
+        # A sandbox that cannot start stops the runner now, saying why, not at the first job.
+        await self_test(sandbox, uids[0])
+        reply_bytes = min(MAX_REPLY_BYTES, rt.nc.max_payload - MESSAGE_HEADROOM)
+        if rt.nc.max_payload < NATS_MAX_PAYLOAD:
+            log.warning(
+                "runner: the NATS server takes messages of %d bytes, under the %d our "
+                "configurations set (max_payload): replies are kept within %d bytes",
+                rt.nc.max_payload,
+                NATS_MAX_PAYLOAD,
+                reply_bytes,
+            )
         runner = RunnerService(
             sandbox,
             Slots(settings.slots, settings.busy_retry_after_s),
-            Path(settings.state_dir),
+            settings.state_path(),
             tools=Toolchain(python=settings.python),
             compile_limits=CompileLimits(
                 wall_s=settings.compile_wall_s,
@@ -77,13 +113,21 @@ def create_app(settings: RunnerSettings | None = None) -> FastAPI:
             ),
             uids=uids,
             metrics=metrics,
+            reply_bytes=reply_bytes,
         )
         service.set(runner)
+        rt.ready_details["isolation"] = {
+            "backend": sandbox.name,
+            "mode": "rootless" if rootless else "per-slot uids",
+            "uids": sorted(set(uids)),
+            **({"weaker": ROOTLESS_WEAKER} if rootless else {}),
+        }
         log.info(
-            "runner: %s backend, %d slots, languages %s",
+            "runner: %s backend, %d slots, languages %s, replies up to %d bytes",
             sandbox.name,
             settings.slots,
             [lang.value for lang in runner.languages()],
+            reply_bytes,
         )
 
         async def sandbox_ready() -> bool:

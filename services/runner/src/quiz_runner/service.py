@@ -17,7 +17,10 @@ from quiz_contracts.runner import (
     MAX_CASES,
     MAX_FILE_BYTES_IN,
     MAX_FILES,
+    MAX_REPLY_BYTES,
+    MAX_REQUEST_BYTES,
     MAX_STDIN_BYTES,
+    MEMORY_FLOOR_MB,
     CaseResult,
     CompileResult,
     Picture,
@@ -34,18 +37,20 @@ from quiz_runner.languages import (
     Toolchain,
     build_plan,
     check_file_path,
+    java_main,
     parse_language,
+    with_main_class,
 )
 from quiz_runner.metrics import RunnerMetrics
 from quiz_runner.pictures import make_picture, picture_output_floor
+from quiz_runner.replies import ReplyBudget
 from quiz_runner.sandbox.base import (
     ExecLimits,
     Execution,
     Job,
     Sandbox,
     kill_uid,
-    make_job,
-    remove_job,
+    sweepable,
 )
 from quiz_runner.slots import Slots
 
@@ -64,6 +69,14 @@ class CompileLimits:
     output_bytes: int = 32 * 1024
 
 
+# Files and directories each writable tmpfs of a case (work dir, /tmp, /dev/shm) may hold, and
+# each of the compile step's (/build, /tmp, /dev/shm): kernel memory is spent per inode, and a
+# tmpfs's size does not bound how many empty files it holds.
+CASE_TMPFS_INODES = 4096
+COMPILE_TMPFS_INODES = 16384
+COMPILE_TMPFS_BYTES = 256 * 1024 * 1024
+
+
 def _refuse(message: str) -> ContractError:
     return ContractError(ErrorCode.limit_exceeded, message)
 
@@ -74,6 +87,12 @@ def validate_request(req: RunRequest) -> tuple[RunLanguage, str, dict[str, bytes
     over = req.limits.over_maxima()
     if over:
         raise _refuse(f"over the hard maxima: {', '.join(over)}")
+    floor = MEMORY_FLOOR_MB[language.value]
+    if req.limits.memory_mb < floor:
+        raise _refuse(
+            f"memory_mb {req.limits.memory_mb} is under the floor of {language.value}: "
+            f"{floor} MiB (its runtime alone needs about that)"
+        )
     if len(req.cases) > MAX_CASES:
         raise _refuse(f"{len(req.cases)} cases, at most {MAX_CASES}")
     if len(req.files) > MAX_FILES:
@@ -110,6 +129,16 @@ def validate_request(req: RunRequest) -> tuple[RunLanguage, str, dict[str, bytes
             raise ContractError(ErrorCode.invalid_request, "an arg holds a NUL byte")
     if req.picture is not None and req.picture.source == "file":
         check_file_path(req.picture.path)
+    # One NATS message carries the request: a caller refuses a larger one before sending it;
+    # this counts what the request holds, for callers that reach the service another way.
+    held = sum(len(f.content.encode()) for f in req.files) + sum(
+        len(c.stdin.encode()) + sum(len(a.encode()) for a in c.args) for c in req.cases
+    )
+    if held > MAX_REQUEST_BYTES:
+        raise _refuse(
+            f"the request holds {held} bytes of files, stdin and args; one message carries at "
+            f"most {MAX_REQUEST_BYTES} (MAX_REQUEST_BYTES)"
+        )
     return language, entry, files
 
 
@@ -119,7 +148,7 @@ def case_limits(
     """Kernel-level limits of one case: the request's, plus what the runtime itself reserves."""
     file_bytes = max(limits.file_bytes, file_floor)
     return ExecLimits(
-        cpu_s=max(1, math.ceil(limits.cpu_s)),
+        cpu_ms=max(1, math.ceil(limits.cpu_s * 1000)),
         wall_s=limits.wall_s,
         address_mb=limits.memory_mb + plan.extra_address_mb,
         processes=limits.processes + plan.extra_processes,
@@ -127,6 +156,8 @@ def case_limits(
         file_bytes=file_bytes,
         memory_mb=limits.memory_mb,
         tmpfs_bytes=max(4 * file_bytes, 8 * 1024 * 1024),
+        tmpfs_inodes=CASE_TMPFS_INODES,
+        judge_rss=plan.judge_rss,
     )
 
 
@@ -163,6 +194,7 @@ class RunnerService:
         compile_limits: CompileLimits | None = None,
         uids: Sequence[int],
         metrics: RunnerMetrics | None = None,
+        reply_bytes: int = MAX_REPLY_BYTES,
     ) -> None:
         self.sandbox = sandbox
         self.slots = slots
@@ -174,7 +206,11 @@ class RunnerService:
         if len(uids) < slots.total:
             raise ValueError(f"{slots.total} slots need as many uids, got {len(uids)}")
         # One claimed host uid per slot (quiz_runner.uids): the sweep after a job kills its uid.
+        # A runner without root has one uid for every slot, its own, and sweeps nothing.
         self.uids = list(uids)
+        # The largest reply one message carries (MAX_REPLY_BYTES, less if the server's
+        # max_payload is smaller).
+        self.reply_bytes = reply_bytes
 
     def languages(self) -> list[RunLanguage]:
         """Languages whose toolchain this host has."""
@@ -193,10 +229,23 @@ class RunnerService:
                 raise ContractError(
                     ErrorCode.unsupported_language, f"{language.value} is not installed here"
                 )
+            cases = list(req.cases)
+            if req.picture is not None and not cases:
+                cases = [RunCase(name=PICTURE_CASE)]
+            budget = ReplyBudget(
+                self.reply_bytes,
+                language=language.value,
+                backend=self.sandbox.name,
+                case_names=[c.name for c in cases],
+                compile_output_bytes=self.compile_limits.output_bytes,
+                picture=req.picture,
+            )
             with self.slots.take() as slot:
                 self.metrics.slots_busy.set(self.slots.busy)
                 try:
-                    reply = await self._run_in_slot(req, language, entry, files, slot)
+                    reply = await self._run_in_slot(
+                        req, language, entry, files, cases, budget, slot
+                    )
                 finally:
                     self.metrics.slots_busy.set(self.slots.busy - 1)
         except ContractError as exc:
@@ -217,57 +266,77 @@ class RunnerService:
         language: RunLanguage,
         entry: str,
         files: dict[str, bytes],
+        cases: list[RunCase],
+        budget: ReplyBudget,
         slot: int,
     ) -> RunReply:
         uid = self.uids[slot]
-        job = await asyncio.to_thread(make_job, self.state_dir, uid, files)
+        job = Job(uid=uid, files=files)
         try:
+            await self.sandbox.prepare(job)
             plan = build_plan(language, entry, list(files), req.limits.memory_mb, self.tools)
-            compiled = await self._compile(job, plan)
+            compiled, plan = await self._compile(job, plan, entry)
+            budget.compiled(compiled)
             reply = RunReply(language=language.value, compile=compiled, backend=self.sandbox.name)
             if not compiled.ok:
                 return reply
-            cases = list(req.cases)
-            if req.picture is not None and not cases:
-                cases = [RunCase(name=PICTURE_CASE)]
             for index, case in enumerate(cases):
                 result, picture = await self._run_case(job, plan, req, case, index == 0)
-                reply.cases.append(result)
                 if picture is not None:
+                    budget.drawn(picture)
                     reply.picture = picture
+                reply.cases.append(budget.fit(result))
             return reply
         finally:
-            await asyncio.to_thread(kill_uid, uid)
-            await asyncio.to_thread(remove_job, job)
+            if sweepable(uid):
+                await asyncio.to_thread(kill_uid, uid)
+            await self.sandbox.release(job)
 
-    async def _compile(self, job: Job, plan: Plan) -> CompileResult:
+    async def _compile(self, job: Job, plan: Plan, entry: str) -> tuple[CompileResult, Plan]:
+        """The compile step, and the plan that runs what it built (Java: the class with main)."""
         if plan.compile is None:
-            return CompileResult(ok=True)
+            return CompileResult(ok=True), plan
         lim = self.compile_limits
         ex = await self.sandbox.compile(
             job,
             plan.compile,
             ExecLimits(
-                cpu_s=lim.cpu_s,
+                cpu_ms=lim.cpu_s * 1000,
                 wall_s=lim.wall_s,
                 address_mb=lim.memory_mb + plan.extra_address_mb,
                 processes=lim.processes + plan.extra_processes,
                 output_bytes=lim.output_bytes,
-                file_bytes=256 * 1024 * 1024,
+                file_bytes=COMPILE_TMPFS_BYTES // 2,
                 memory_mb=lim.memory_mb,
-                tmpfs_bytes=512 * 1024 * 1024,
+                tmpfs_bytes=COMPILE_TMPFS_BYTES,
+                tmpfs_inodes=COMPILE_TMPFS_INODES,
             ),
         )
         self.metrics.sandbox_seconds.labels(step="compile").observe(ex.wall_ms / 1000)
-        output, output_b64 = text_and_b64((ex.stdout + ex.stderr)[: lim.output_bytes])
-        return CompileResult(
-            ok=ex.exit_code == 0 and ex.timed_out is None,
+        raw = (ex.stdout + ex.stderr)[: lim.output_bytes]
+        ok = ex.exit_code == 0 and ex.timed_out is None
+        if ok and ex.build_error is not None:
+            ok, raw = False, f"{ex.build_error}\n".encode()
+        elif ok and plan.language is RunLanguage.java:
+            classes = {
+                p: e.data
+                for p, e in job.build.items()
+                if p.endswith(".class") and e.data is not None
+            }
+            try:
+                plan = with_main_class(plan, java_main(classes, entry))
+            except ValueError as exc:
+                ok, raw = False, f"{exc}\n".encode()
+        output, output_b64 = text_and_b64(raw)
+        result = CompileResult(
+            ok=ok,
             output=output,
             output_b64=output_b64,
             output_truncated=ex.output_truncated,
             timed_out=ex.timed_out is not None,
             wall_ms=ex.wall_ms,
         )
+        return result, plan
 
     async def _run_case(
         self, job: Job, plan: Plan, req: RunRequest, case: RunCase, first: bool
@@ -308,3 +377,34 @@ def _case_outcome(ex: Execution) -> str:
     if ex.signal:
         return "signal"
     return "exit_0" if ex.exit_code == 0 else "exit_nonzero"
+
+
+async def self_test(sandbox: Sandbox, uid: int) -> None:
+    """Start one sandbox running `true`; raise RuntimeError saying why when it cannot.
+
+    bwrap only (the docker backend has checked its engine and image already): a host without
+    unprivileged user namespaces, or a bwrap that cannot start as `uid`, stops the runner at
+    start-up with bwrap's own words instead of failing every job.
+    """
+    if sandbox.name != "bwrap":
+        return
+    job = Job(uid=uid, files={})
+    limits = ExecLimits(
+        cpu_ms=5000,
+        wall_s=30.0,
+        address_mb=256,
+        processes=8,
+        output_bytes=8192,
+        file_bytes=1 << 20,
+        memory_mb=64,
+        tmpfs_bytes=1 << 20,
+        tmpfs_inodes=64,
+    )
+    try:
+        ex = await sandbox.run(job, ["/usr/bin/true"], b"", limits, None)
+    finally:
+        await sandbox.release(job)
+    if ex.exit_code != 0:
+        said = ex.stderr.decode("utf-8", "replace").strip() or ex.init_error or "no message"
+        why = f"the {sandbox.name} sandbox cannot start a program as uid {uid}: {said}"
+        raise RuntimeError(why)

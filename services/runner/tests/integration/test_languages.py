@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from quiz_contracts.runner import PictureSpec, RunCase, RunFile, RunLimits, RunRequest
+from quiz_contracts.errors import ContractError, ErrorCode
+from quiz_contracts.runner import (
+    MEMORY_FLOOR_MB,
+    PictureSpec,
+    RunCase,
+    RunFile,
+    RunLimits,
+    RunRequest,
+)
 from quiz_runner.service import RunnerService
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("no_leftovers")]
@@ -144,3 +152,138 @@ async def test_picture_in_c(runner: RunnerService) -> None:
     )
     assert reply.picture is not None
     assert reply.picture.pixels == "111101111" and reply.picture.complete
+
+
+# Keeps `argv[1]` MiB alive, allocated 1 MiB at a time the way the language usually allocates.
+ALLOCATE = {
+    "python": (
+        "main.py",
+        "import sys\nkeep = [bytearray(b'x' * 1048576) for _ in range(int(sys.argv[1]))]\n"
+        "print('kept', len(keep))\n",
+    ),
+    "c": (
+        "main.c",
+        "#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n"
+        "int main(int c,char**v){int n=atoi(v[1]);for(int i=0;i<n;i++){char*p=malloc(1<<20);"
+        'if(!p){perror("malloc");return 1;}memset(p,1,1<<20);}printf("kept %d\\n",n);}\n',
+    ),
+    "cpp": (
+        "main.cpp",
+        "#include <iostream>\n#include <vector>\n#include <cstdlib>\n"
+        "int main(int c,char**v){int n=std::atoi(v[1]);std::vector<std::vector<char>> k;"
+        'for(int i=0;i<n;i++)k.emplace_back(1<<20,1);std::cout<<"kept "<<n<<"\\n";}\n',
+    ),
+    "javascript": (
+        "main.js",
+        "const n = +process.argv[2]; const keep = [];\n"
+        "for (let i = 0; i < n; i++) keep.push(new Array(131072).fill(1.5));\n"
+        "console.log('kept ' + keep.length);\n",
+    ),
+    "java": (
+        "Main.java",
+        "import java.util.*;public class Main{public static void main(String[] a){"
+        "int n=Integer.parseInt(a[0]);List<byte[]> k=new ArrayList<>();"
+        'for(int i=0;i<n;i++)k.add(new byte[1<<20]);System.out.println("kept "+k.size());}}\n',
+    ),
+}
+
+
+@pytest.mark.parametrize("language", list(ALLOCATE))
+async def test_memory_is_judged_by_what_the_program_did(
+    runner: RunnerService, language: str
+) -> None:
+    """Under 64 MiB: hello and 32 MiB complete (whatever the runtime's own footprint), 128 MiB
+    is stopped and memory_exceeded; at the language's floor hello completes, under it the
+    request is refused."""
+    path, source = ALLOCATE[language]
+    files = [RunFile(path=path, content=source)]
+    limits = RunLimits(memory_mb=64, cpu_s=10, wall_s=20)
+    cases = [RunCase(name=f"{mb} MiB", args=[str(mb)]) for mb in (0, 32, 128)]
+    reply = await runner.run(RunRequest(language=language, files=files, cases=cases, limits=limits))
+    assert reply.compile.ok, reply.compile.output
+    hello, half, over = reply.cases
+    for case, kept in ((hello, 0), (half, 32)):
+        assert case.completed and case.stdout == f"kept {kept}\n", case
+    assert over.memory_exceeded and not over.completed and over.stdout == "", over
+    floor = MEMORY_FLOOR_MB[language]
+    at_floor = await runner.run(
+        RunRequest(
+            language=language,
+            files=files,
+            cases=[RunCase(name="hello", args=["0"])],
+            limits=limits.model_copy(update={"memory_mb": floor}),
+        )
+    )
+    assert at_floor.cases[0].completed and at_floor.cases[0].stdout == "kept 0\n"
+    with pytest.raises(ContractError) as err:
+        await runner.run(
+            RunRequest(
+                language=language,
+                files=files,
+                cases=[RunCase(name="hello", args=["0"])],
+                limits=limits.model_copy(update={"memory_mb": floor - 1}),
+            )
+        )
+    assert err.value.code is ErrorCode.limit_exceeded and "floor" in err.value.message
+
+
+JAVA_ENTRIES = {
+    "a package line": (
+        "Main.java",
+        "package quiz.answers;\npublic class Main { public static void main(String[] a) {"
+        ' System.out.println("from a package"); } }\n',
+        "from a package\n",
+    ),
+    "main in a class that is not public": (
+        "Main.java",
+        "class Solution { public static void main(String[] a) {"
+        ' System.out.println("not public"); } }\n',
+        "not public\n",
+    ),
+    "main beside helper classes": (
+        "Prog.java",
+        'class Helper { static String hi() { return "helped"; } }\n'
+        "public class Prog { public static void main(String[] a) {"
+        " System.out.println(Helper.hi()); } }\n",
+        "helped\n",
+    ),
+}
+
+
+@pytest.mark.parametrize("shape", list(JAVA_ENTRIES))
+async def test_java_runs_the_class_that_declares_main(runner: RunnerService, shape: str) -> None:
+    path, source, expected = JAVA_ENTRIES[shape]
+    reply = await runner.run(
+        RunRequest(
+            language="java",
+            files=[RunFile(path=path, content=source)],
+            cases=[RunCase(name="a"), RunCase(name="b")],
+            limits=LIMITS,
+        )
+    )
+    assert reply.compile.ok, reply.compile.output
+    assert [c.stdout for c in reply.cases] == [expected, expected], reply.cases
+
+
+@pytest.mark.parametrize(
+    ("source", "says"),
+    [
+        ("public class Main { static void run() {} }\n", "no class declares"),
+        ("public class Main { static void main(String[] a) {} }\n", "is not `public static`"),
+    ],
+)
+async def test_java_without_a_runnable_main_is_compile_failed(
+    runner: RunnerService, source: str, says: str
+) -> None:
+    """It compiles, but nothing could run: compile_failed saying what to change, no case run."""
+    reply = await runner.run(
+        RunRequest(
+            language="java",
+            files=[RunFile(path="Main.java", content=source)],
+            cases=[RunCase(name="a")],
+            limits=LIMITS,
+        )
+    )
+    assert not reply.compile.ok and says in reply.compile.output, reply.compile
+    assert "public static void main(String[] args)" in reply.compile.output
+    assert reply.cases == []

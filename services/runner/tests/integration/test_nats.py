@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import os
 import subprocess
@@ -16,7 +17,15 @@ from nats.aio.client import Client as NATS
 
 from quiz_contracts import subjects
 from quiz_contracts.errors import ContractError, ErrorCode
-from quiz_contracts.runner import RunCase, RunFile, RunLimits, RunReply, RunRequest
+from quiz_contracts.runner import (
+    MAX_REPLY_BYTES,
+    RunCase,
+    RunFile,
+    RunLimits,
+    RunReply,
+    RunRequest,
+)
+from quiz_contracts.subjects import NATS_MAX_PAYLOAD
 from quiz_runner.config import RunnerSettings
 from quiz_runner.main import create_app
 from quiz_runner.uids import claim_uids
@@ -107,6 +116,8 @@ async def test_busy_is_answered_at_once(
         assert "quiz_runner_slots 1.0" in metrics
         ready = await http.get("/readyz")
         assert ready.status_code == 200 and ready.json()["checks"]["sandbox"] is True
+        isolation = ready.json()["details"]["isolation"]
+        assert isolation["mode"] == "per-slot uids" and "weaker" not in isolation
 
 
 async def test_refusals_over_nats(runner_url: str, nc: NATS) -> None:
@@ -156,3 +167,53 @@ def test_a_runner_whose_uids_are_taken_refuses_to_start(
     assert done.returncode != 0
     assert f"need 1 free slot uids in {first}..{first}" in done.stderr
     assert "1 claimed by another runner" in done.stderr
+
+
+async def test_the_bus_takes_what_the_contract_allows(runner_url: str, nc: NATS) -> None:
+    """The testkit's nats-server, like every NATS we ship, takes NATS_MAX_PAYLOAD."""
+    assert nc.max_payload == NATS_MAX_PAYLOAD
+
+
+async def test_outputs_at_the_documented_maxima_come_back(runner_url: str, nc: NATS) -> None:
+    """20 cases of 60,000 bytes of stdout (each under the 64 KiB default): all of it, exactly."""
+    src = "import sys\nn = int(sys.argv[1])\nsys.stdout.write(chr(97 + n % 26) * 60000)\n"
+    cases = [RunCase(name=f"c{i}", args=[str(i)]) for i in range(20)]
+    reply = await request(nc, subjects.RUNNER_RUN, py_request(src, *cases), RunReply, timeout=120)
+    assert [c.stdout for c in reply.cases] == [chr(97 + i % 26) * 60000 for i in range(20)]
+    assert all(c.completed for c in reply.cases)
+
+
+async def test_stdin_at_the_documented_maxima_reaches_the_program(
+    runner_url: str, nc: NATS
+) -> None:
+    """5 cases of 250 KB of stdin (each under the 256 KiB maximum): one 1.25 MB request."""
+    src = "import sys, hashlib\nprint(hashlib.sha256(sys.stdin.buffer.read()).hexdigest())\n"
+    stdins = [chr(65 + i) * 250_000 for i in range(5)]
+    cases = [RunCase(name=f"c{i}", stdin=stdin) for i, stdin in enumerate(stdins)]
+    reply = await request(nc, subjects.RUNNER_RUN, py_request(src, *cases), RunReply, timeout=120)
+    expected = [hashlib.sha256(stdin.encode()).hexdigest() + "\n" for stdin in stdins]
+    assert [c.stdout for c in reply.cases] == expected
+
+
+async def test_a_reply_over_one_message_is_cut_to_fit(runner_url: str, nc: NATS) -> None:
+    """100 cases printing 64 KiB on stdout and stderr (13 MB): the reply fits in one message.
+
+    The first cases come back whole; once their outputs fill the reply, the next ones come
+    back cut (reply_cut, prefixes of what they printed) with their status intact; nothing is
+    refused after the work was done.
+    """
+    src = "import sys\nsys.stdout.write('o' * 65536)\nsys.stderr.write('e' * 65536)\nsys.exit(3)\n"
+    cases = [RunCase(name=f"case-{i}") for i in range(100)]
+    req = py_request(src, *cases).model_copy(update={"limits": RunLimits(wall_s=10)})
+    msg = await nc.request(subjects.RUNNER_RUN, req.model_dump_json().encode(), timeout=300)
+    assert len(msg.data) <= MAX_REPLY_BYTES
+    reply = RunReply.model_validate_json(msg.data)
+    assert [c.name for c in reply.cases] == [f"case-{i}" for i in range(100)]
+    assert all(c.exit_code == 3 and c.timed_out is None for c in reply.cases)
+    whole = [c for c in reply.cases if not c.reply_cut]
+    cut = [c for c in reply.cases if c.reply_cut]
+    assert whole and cut and reply.cases[: len(whole)] == whole  # whole ones first
+    assert all(c.stdout == "o" * 65536 and c.stderr == "e" * 65536 for c in whole)
+    assert all(not c.completed for c in cut)
+    assert all(set(c.stdout) <= {"o"} and set(c.stderr) <= {"e"} for c in cut)
+    assert len(whole) * 2 * 65536 < MAX_REPLY_BYTES

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import os
 
 import pytest
 
@@ -12,7 +13,9 @@ from quiz_contracts.runner import (
     MAX_CASES,
     MAX_FILE_BYTES_IN,
     MAX_FILES,
+    MAX_REQUEST_BYTES,
     MAX_STDIN_BYTES,
+    MEMORY_FLOOR_MB,
     RUN_LIMIT_MAXIMA,
     CaseResult,
     PictureSpec,
@@ -24,7 +27,15 @@ from quiz_contracts.runner import (
     text_and_b64,
 )
 from quiz_runner.languages import Toolchain, build_plan, check_file_path
-from quiz_runner.sandbox.base import ExecLimits, Execution, apply_status, judge_memory
+from quiz_runner.sandbox.base import (
+    ExecLimits,
+    Execution,
+    apply_status,
+    judge_memory,
+    kill_uid,
+    parse_archive,
+)
+from quiz_runner.sandbox.bwrap import as_uid
 from quiz_runner.service import case_limits, validate_request
 
 
@@ -115,8 +126,10 @@ def test_commands_are_argument_lists_per_language() -> None:
     assert "/src/util.h" not in c.compile and c.run == ["/build/main"]
     py = build_plan(RunLanguage.python, "main.py", ["main.py"], 64, tools)
     assert py.run == [tools.python, "-B", "-E", "-s", "main.py"]
-    js = build_plan(RunLanguage.javascript, "main.js", ["main.js"], 200, tools)
-    assert "--max-old-space-size=200" in js.run and js.extra_address_mb >= 1024
+    js = build_plan(RunLanguage.javascript, "main.js", ["main.js"], 256, tools)
+    # V8's whole heap is memory_mb: 3 semi-spaces of 16 MiB plus 208 MiB of old space.
+    assert js.run[1:3] == ["--max-semi-space-size=16", "--max-old-space-size=208"]
+    assert js.extra_address_mb >= 1024
     java = build_plan(RunLanguage.java, "Main.java", ["Main.java"], 100, tools)
     assert java.run[-1] == "Main" and "-Xmx100m" in java.run
     with pytest.raises(ContractError):
@@ -128,11 +141,12 @@ def test_case_limits_add_the_runtime_reservations() -> None:
     lim = case_limits(RunLimits(memory_mb=128, processes=4, cpu_s=1.2), js)
     assert lim.address_mb == 128 + js.extra_address_mb
     assert lim.processes == 4 + js.extra_processes
-    assert lim.cpu_s == 2 and lim.memory_mb == 128
+    assert lim.cpu_ms == 1200 and lim.memory_mb == 128  # to the millisecond, not rounded up
+    assert not lim.judge_rss  # V8's heap limit says so itself when it stops the program
 
 
 LIM = ExecLimits(
-    cpu_s=1,
+    cpu_ms=1000,
     wall_s=2,
     address_mb=100,
     processes=4,
@@ -140,6 +154,7 @@ LIM = ExecLimits(
     file_bytes=10,
     memory_mb=64,
     tmpfs_bytes=1 << 20,
+    tmpfs_inodes=64,
 )
 
 
@@ -161,16 +176,41 @@ def test_status_lines_of_the_init() -> None:
     assert forged.exit_code is None and forged.init_error
 
 
+def test_fractional_cpu_limits_are_judged_to_the_millisecond() -> None:
+    half = ExecLimits(**{**LIM.__dict__, "cpu_ms": 500})
+    killed = Execution()
+    apply_status(killed, b"signal 9 cpu_us 501000 maxrss_kb 1 killed cpu\n", half)
+    assert (killed.signal, killed.timed_out) == ("SIGKILL", "cpu")
+    over = Execution()  # ended by itself, but after more CPU than it was given
+    apply_status(over, b"exit 0 cpu_us 902000 maxrss_kb 1\n", half)
+    assert (over.exit_code, over.timed_out) == (0, "cpu")
+    under = Execution()
+    apply_status(under, b"exit 0 cpu_us 499000 maxrss_kb 1\n", half)
+    assert under.timed_out is None
+
+
 def test_memory_verdicts() -> None:
-    rss = Execution(exit_code=0, maxrss_kb=64 * 1024)
-    judge_memory(rss, LIM)
-    assert rss.memory_exceeded
+    """memory_exceeded only when the limit stopped the program: never after a success."""
+    native = Execution(exit_code=1, maxrss_kb=64 * 1024)  # malloc failed at the limit
+    judge_memory(native, LIM)
+    assert native.memory_exceeded
+    succeeded = Execution(exit_code=0, maxrss_kb=64 * 1024)  # near the limit, but it finished
+    judge_memory(succeeded, LIM)
+    assert not succeeded.memory_exceeded
     py = Execution(exit_code=1, stderr=b"Traceback...\nMemoryError\n")
     judge_memory(py, LIM)
     assert py.memory_exceeded
     fine = Execution(exit_code=0, stderr=b"MemoryError")  # printed, but the program succeeded
     judge_memory(fine, LIM)
     assert not fine.memory_exceeded
+    # A JVM's footprint is not the program's: its RSS says nothing, its OutOfMemoryError does.
+    jvm = ExecLimits(**{**LIM.__dict__, "judge_rss": False})
+    failed = Execution(exit_code=1, maxrss_kb=64 * 1024, stderr=b"IllegalStateException")
+    judge_memory(failed, jvm)
+    assert not failed.memory_exceeded
+    oom = Execution(exit_code=1, stderr=b"java.lang.OutOfMemoryError: Java heap space")
+    judge_memory(oom, jvm)
+    assert oom.memory_exceeded
 
 
 def test_wire_text_is_lossless() -> None:
@@ -181,3 +221,40 @@ def test_wire_text_is_lossless() -> None:
     assert case.stdout_bytes() == b"a\xffb"
     # A literal backslash-x in valid UTF-8 is not confused with an escape.
     assert CaseResult(name="y", stdout="a\\xffb").stdout_bytes() == b"a\\xffb"
+
+
+def test_memory_under_the_language_floor_is_refused() -> None:
+    for language, floor in MEMORY_FLOOR_MB.items():
+        ok = req(language=language, limits=RunLimits(memory_mb=floor))
+        if language == "java":
+            ok = ok.model_copy(update={"files": [RunFile(path="Main.java")]})
+        validate_request(ok)
+        err = refused(ok.model_copy(update={"limits": RunLimits(memory_mb=floor - 1)}))
+        assert err.code is ErrorCode.limit_exceeded and f"{floor} MiB" in err.message
+
+
+def test_a_request_that_cannot_travel_in_one_message_is_refused() -> None:
+    stdin = "x" * MAX_STDIN_BYTES
+    cases = [RunCase(name=str(i), stdin=stdin) for i in range(MAX_REQUEST_BYTES // MAX_STDIN_BYTES)]
+    validate_request(req(cases=cases))
+    err = refused(req(cases=[*cases, RunCase(name="one more", stdin=stdin)]))
+    assert err.code is ErrorCode.limit_exceeded and "MAX_REQUEST_BYTES" in err.message
+
+
+def test_the_build_archive_is_read_strictly() -> None:
+    good = b"D 755 0 3\npkgF 644 5 11\npkg/A.class" + b"hello"
+    entries, error = parse_archive(good)
+    assert error is None and entries["pkg"].data is None and entries["pkg/A.class"].data == b"hello"
+    over = good + b"E over\n"
+    assert "over" in (parse_archive(over)[1] or "")
+    bad_ones = (b"F 644 5 9\n../escape" + b"hello", b"F 644 99 1\nA" + b"x", b"X 1 2 3\n")
+    for bad in (*bad_ones, b"D 999 0 1\nA"):
+        assert parse_archive(bad)[1] is not None, bad
+
+
+def test_a_runner_never_sweeps_its_own_uid() -> None:
+    """Without root every slot runs as the runner's own uid: never swept, never switched."""
+    with pytest.raises(ValueError):
+        kill_uid(os.getuid())
+    argv, extra = as_uid(["bwrap"], os.geteuid())
+    assert argv == ["bwrap"] and extra == {}

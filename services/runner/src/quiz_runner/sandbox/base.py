@@ -1,4 +1,4 @@
-"""What every sandbox backend offers, and what they share: the init, job dirs, status parsing."""
+"""What every sandbox backend offers, and what they share: the init, jobs, status and verdicts."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from quiz_runner.languages import INIT_PATH
 
 INIT_SOURCE = Path(__file__).with_name("runner_init.c")
 
-# Messages runtimes print when an allocation fails under RLIMIT_AS: the kernel does not say.
+# Messages runtimes print when an allocation fails (RLIMIT_AS, a heap limit): the kernel is mute.
 _MEMORY_MARKERS = (
     b"MemoryError",
     b"std::bad_alloc",
@@ -31,21 +31,29 @@ _MEMORY_MARKERS = (
     b"out of memory",
     b"Could not reserve enough space",
 )
-_STATUS = re.compile(rb"^(exit|signal) (\d+) cpu_us (\d+) maxrss_kb (\d+)\n?$")
+_STATUS = re.compile(rb"^(exit|signal) (\d+) cpu_us (\d+) maxrss_kb (\d+)( killed cpu)?\n?$")
+
+# The compile step's output (the build dir) travels from its sandbox to every case's: bounded.
+MAX_BUILD_BYTES = 64 * 1024 * 1024
+MAX_BUILD_FILES = 256  # files and directories; each case receives every one of them
 
 
 @dataclass(frozen=True)
 class ExecLimits:
     """Limits of one sandboxed process tree, in the units the init and the kernel take."""
 
-    cpu_s: int
+    cpu_ms: int  # CPU time of the program, judged to the millisecond (RLIMIT_CPU: the backstop)
     wall_s: float
     address_mb: int
     processes: int
     output_bytes: int
     file_bytes: int
-    memory_mb: int  # the program's own budget (RSS / heap), for the memory_exceeded verdict
-    tmpfs_bytes: int  # size of each writable tmpfs (work dir, /tmp, /dev/shm)
+    memory_mb: int  # the program's own budget, for the memory_exceeded verdict
+    tmpfs_bytes: int  # size of each writable tmpfs (work dir, /tmp, /dev/shm; /build to compile)
+    tmpfs_inodes: int  # files and directories each writable tmpfs may hold
+    # memory_exceeded also from the peak RSS (native code); runtimes with their own heap limit
+    # (JVM, V8) say so themselves when it stops them.
+    judge_rss: bool = True
 
 
 def watch_children_with_pidfds() -> bool:
@@ -64,17 +72,19 @@ def watch_children_with_pidfds() -> bool:
     return True
 
 
-def init_argv(limits: ExecLimits, *, pid1_processes: int, status: str) -> list[str]:
+def init_argv(
+    limits: ExecLimits, *, init: str = INIT_PATH, pid1_processes: int, status: str
+) -> list[str]:
     """The sandbox init and the rlimits it applies to the program (the same on every backend).
 
-    `pid1_processes` counts the processes of the slot's uid that are not the program's (the
-    sandbox's own pid 1, the init), so the program gets exactly `limits.processes`.
+    `pid1_processes` counts the processes of the program's user that are not the program's
+    (the init, the sandbox's pid 1), so the program gets exactly `limits.processes`.
     """
     return [
-        INIT_PATH,
+        init,
         "--reap",
-        "--cpu",
-        str(limits.cpu_s),
+        "--cpu-ms",
+        str(limits.cpu_ms),
         "--as",
         str(limits.address_mb * 1024 * 1024),
         "--nproc",
@@ -85,6 +95,20 @@ def init_argv(limits: ExecLimits, *, pid1_processes: int, status: str) -> list[s
         "256",
         "--status",
         status,
+    ]
+
+
+def archive_argv(directory: str, out: str) -> list[str]:
+    """Init options that archive `directory` (the build) to `out` once the program is done."""
+    return [
+        "--archive",
+        directory,
+        "--archive-out",
+        out,
+        "--archive-max",
+        str(MAX_BUILD_BYTES),
+        "--archive-max-files",
+        str(MAX_BUILD_FILES),
     ]
 
 
@@ -104,29 +128,62 @@ class Execution:
     collected: bytes | None = None
     maxrss_kb: int = 0
     init_error: str | None = None  # the init reported nothing (killed, or failed to start)
+    build_error: str | None = None  # the compile step's build dir could not be carried over
+
+
+@dataclass(frozen=True)
+class BuildEntry:
+    """One entry of the build dir: a directory (data None) or a regular file."""
+
+    mode: int
+    data: bytes | None = None
 
 
 @dataclass
 class Job:
-    """Host side of one request: its files, its build output, the slot's uid."""
+    """One request: its files, what its compile step built, the uid its sandboxes run as.
 
-    root: Path
+    The sandboxes receive copies of these bytes (bwrap: through file descriptors; docker:
+    through a host dir the runner writes under its own tmpfs), never a host path of the job.
+    """
+
     uid: int
-    entries: list[str] = field(default_factory=list)  # top-level names under src/
+    files: dict[str, bytes]
+    build: dict[str, BuildEntry] = field(default_factory=dict)
+    root: Path | None = None  # docker only: the host dir bound into its containers
+    mounted: bool = False  # docker only: root is a tmpfs of its own
+    memfds: dict[tuple[str, str], int] = field(default_factory=dict)  # bwrap: (area, path) → fd
 
     @property
-    def src(self) -> Path:
-        return self.root / "src"
+    def entries(self) -> list[str]:
+        """Top-level names of the job's files (each one becomes a read-only entry of /work)."""
+        return sorted({rel.split("/", 1)[0] for rel in self.files})
 
-    @property
-    def build(self) -> Path:
-        return self.root / "build"
+    def memfd(self, area: str, path: str, data: bytes) -> int:
+        """An fd holding `data`, made once per job and rewound for each sandbox that reads it."""
+        fd = self.memfds.get((area, path))
+        if fd is None:
+            fd = os.memfd_create(f"{area}:{path}"[:240], os.MFD_CLOEXEC)
+            self.memfds[(area, path)] = fd
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+        os.lseek(fd, 0, os.SEEK_SET)
+        return fd
+
+    def close(self) -> None:
+        """Close the job's descriptors."""
+        for fd in self.memfds.values():
+            os.close(fd)
+        self.memfds.clear()
 
 
 class Sandbox(Protocol):
-    """A backend: compile with the job's build dir writable, run each case in a fresh sandbox."""
+    """A backend: compile once (its build dir carried to `job.build`), then each case afresh."""
 
     name: str
+
+    async def prepare(self, job: Job) -> None: ...
 
     async def compile(self, job: Job, argv: list[str], limits: ExecLimits) -> Execution: ...
 
@@ -139,6 +196,8 @@ class Sandbox(Protocol):
         collect: str | None,
     ) -> Execution: ...
 
+    async def release(self, job: Job) -> None: ...
+
     def ready(self) -> tuple[bool, str]: ...
 
 
@@ -150,7 +209,6 @@ def ensure_init(state_dir: Path) -> Path:
     if target.exists():
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
-    os.chmod(target.parent, 0o755)  # noqa: S103 - the sandbox uids execute the init
     tmp = target.with_suffix(f".{uuid.uuid4().hex}")
     cc = shutil.which("cc") or shutil.which("gcc")
     if cc is None:
@@ -160,37 +218,53 @@ def ensure_init(state_dir: Path) -> Path:
     done = subprocess.run([*base, "-static"], capture_output=True, check=False)
     if done.returncode != 0:
         subprocess.run(base, capture_output=True, check=True)
-    os.chmod(tmp, 0o755)  # noqa: S103 - root-owned, executed read-only in sandboxes
+    os.chmod(tmp, 0o755)  # noqa: S103 - executed read-only in sandboxes
     os.replace(tmp, target)
     return target
 
 
-def make_job(state_dir: Path, uid: int, files: dict[str, bytes]) -> Job:
-    """Write the job's files (root-owned, read-only to the sandbox) and a build dir for `uid`."""
-    jobs = state_dir / "jobs"
-    jobs.mkdir(parents=True, exist_ok=True)
-    # Traversal only (no listing) for the slot uids that bind their job's files.
-    os.chmod(state_dir, 0o711)  # noqa: S103
-    os.chmod(jobs, 0o711)  # noqa: S103
-    root = jobs / uuid.uuid4().hex
-    root.mkdir(mode=0o711)
-    src = root / "src"
-    src.mkdir(mode=0o755)
-    for rel, data in files.items():
-        path = src / rel
-        path.parent.mkdir(parents=True, exist_ok=True, mode=0o755)
-        path.write_bytes(data)
-        os.chmod(path, 0o644)
-    build = root / "build"
-    build.mkdir(mode=0o700)
-    os.chown(build, uid, uid)
-    entries = sorted({rel.split("/", 1)[0] for rel in files})
-    return Job(root=root, uid=uid, entries=entries)
+def parse_archive(data: bytes) -> tuple[dict[str, BuildEntry], str | None]:
+    """The build dir the init archived ("D|F <mode> <size> <pathlen>\\n<path>[<data>]"...).
 
-
-def remove_job(job: Job) -> None:
-    """Delete the job's host dir (the compile step may have left anything in build/)."""
-    shutil.rmtree(job.root, ignore_errors=True)
+    Returns the entries and None, or what is wrong: over MAX_BUILD_BYTES/MAX_BUILD_FILES, or a
+    malformed archive. Paths are checked like request paths: relative, no '.', '..' or ''.
+    """
+    entries: dict[str, BuildEntry] = {}
+    at = 0
+    while at < len(data):
+        end = data.find(b"\n", at, at + 96)
+        if end < 0:
+            return entries, "the build archive is malformed"
+        head = data[at:end].split(b" ")
+        if head == [b"E", b"over"]:
+            return entries, (
+                f"the build output is over {MAX_BUILD_BYTES // (1024 * 1024)} MiB or "
+                f"{MAX_BUILD_FILES} files"
+            )
+        if len(head) != 4 or head[0] not in (b"D", b"F") or not all(h.isdigit() for h in head[1:]):
+            return entries, "the build archive is malformed"
+        try:
+            mode, size, path_len = int(head[1], 8), int(head[2]), int(head[3])
+        except ValueError:  # a mode that is not octal
+            return entries, "the build archive is malformed"
+        path_start = end + 1
+        data_start = path_start + path_len
+        try:
+            path = data[path_start:data_start].decode("utf-8")
+        except UnicodeDecodeError:
+            return entries, "a build file name is not UTF-8"
+        parts = path.split("/")
+        if not path or any(p in ("", ".", "..") for p in parts) or len(path) != path_len:
+            return entries, "the build archive is malformed"
+        if head[0] == b"D":
+            entries[path] = BuildEntry(mode)
+            at = data_start
+        else:
+            if data_start + size > len(data):
+                return entries, "the build archive is cut short"
+            entries[path] = BuildEntry(mode, data[data_start : data_start + size])
+            at = data_start + size
+    return entries, None
 
 
 def uid_pids(uid: int) -> list[int]:
@@ -215,9 +289,13 @@ def uid_pids(uid: int) -> list[int]:
 
 
 def kill_uid(uid: int, wait_s: float = 2.0) -> int:
-    """SIGKILL every host process of the slot's uid and wait until they are gone (never uid 0)."""
-    if uid == 0:
-        raise ValueError("refusing to sweep uid 0")
+    """SIGKILL every host process of the slot's uid and wait until they are gone.
+
+    Never uid 0, and never this process's own uid (a runner without root runs its sandboxes
+    as itself: sweeping that uid would kill the runner and its user's session).
+    """
+    if uid == 0 or uid == os.getuid():
+        raise ValueError(f"refusing to sweep uid {uid}")
     killed = 0
     deadline = time.monotonic() + wait_s
     while pids := uid_pids(uid):
@@ -233,6 +311,11 @@ def kill_uid(uid: int, wait_s: float = 2.0) -> int:
     return killed
 
 
+def sweepable(uid: int) -> bool:
+    """Whether the processes of `uid` may be swept: a slot uid of a runner started as root."""
+    return uid not in (0, os.getuid())
+
+
 def signal_name(signo: int) -> str:
     """SIGKILL for 9, etc.; SIG<n> for numbers Python does not name."""
     try:
@@ -242,33 +325,43 @@ def signal_name(signo: int) -> str:
 
 
 def apply_status(result: Execution, status: bytes, limits: ExecLimits) -> None:
-    """Fill exit code, signal, CPU and verdicts from the init's status line."""
+    """Fill exit code, signal, CPU and the CPU verdict from the init's status line."""
     m = _STATUS.match(status.strip() + b"\n") if status else None
     if m is None:
         if result.timed_out is None and result.init_error is None:
             result.init_error = "the sandbox init reported no status"
         return
-    kind, value, cpu_us, maxrss = m.groups()
+    kind, value, cpu_us, maxrss, killed_cpu = m.groups()
     result.cpu_ms = int(cpu_us) // 1000
     result.maxrss_kb = int(maxrss)
     if kind == b"exit":
         result.exit_code = int(value)
     else:
-        signo = int(value)
-        result.signal = signal_name(signo)
-        # SIGXCPU at the soft limit, or SIGKILL at the hard one a second later.
-        if result.timed_out is None and (
-            signo == signal.SIGXCPU
-            or (signo == signal.SIGKILL and result.cpu_ms >= limits.cpu_s * 1000 - 50)
-        ):
-            result.timed_out = "cpu"
+        result.signal = signal_name(int(value))
+    if result.timed_out is not None:
+        return
+    # The init killed it at the limit; or RLIMIT_CPU did (SIGXCPU at the soft limit, SIGKILL at
+    # the hard one); or it ended by itself but had used more CPU than it was given.
+    rlimit_hit = result.signal == "SIGXCPU" or (
+        result.signal == "SIGKILL" and result.cpu_ms >= -(-limits.cpu_ms // 1000) * 1000 - 50
+    )
+    if killed_cpu or rlimit_hit or int(cpu_us) > limits.cpu_ms * 1000:
+        result.timed_out = "cpu"
 
 
 def judge_memory(result: Execution, limits: ExecLimits) -> None:
-    """memory_exceeded: an allocation failed (runtime message) or the RSS reached the budget."""
-    if result.maxrss_kb >= limits.memory_mb * 1024 * 0.95:
+    """memory_exceeded: the memory limit stopped the program.
+
+    Only a program that did not succeed (non-zero exit or a signal) can have been stopped by
+    it; then an allocation failure the runtime reported (its message on stderr), or, for native
+    programs whose whole address space is their budget, a peak RSS at 95 % of it, says so. A
+    program that exits 0 with its output is never flagged, whatever its runtime's footprint.
+    """
+    if result.exit_code == 0 and result.signal is None:
+        return
+    if limits.judge_rss and result.maxrss_kb >= limits.memory_mb * 1024 * 0.95:
         result.memory_exceeded = True
-    elif result.exit_code != 0 or result.signal:
-        tail = result.stderr[-4096:]
-        if any(marker in tail for marker in _MEMORY_MARKERS):
-            result.memory_exceeded = True
+        return
+    tail = result.stderr[-4096:]
+    if any(marker in tail for marker in _MEMORY_MARKERS):
+        result.memory_exceeded = True

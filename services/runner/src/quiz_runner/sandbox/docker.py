@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ctypes
 import hashlib
 import os
 import shutil
@@ -39,19 +40,25 @@ from quiz_runner.languages import (
 )
 from quiz_runner.sandbox.base import (
     INIT_SOURCE,
+    MAX_BUILD_BYTES,
+    MAX_BUILD_FILES,
+    BuildEntry,
     ExecLimits,
     Execution,
     Job,
     apply_status,
+    archive_argv,
     init_argv,
     judge_memory,
     kill_uid,
+    parse_archive,
+    sweepable,
 )
 
 DEFAULT_HOST = "unix:///run/quiz-docker.sock"
 DEFAULT_DATA_ROOT = Path("/var/lib/quiz-docker")
 IMAGE_REPOSITORY = "quiz-runner-sandbox"
-IMAGE_LAYOUT = "2"  # bump when ensure_image lays the image out differently
+IMAGE_LAYOUT = "3"  # bump when ensure_image lays the image out differently
 REPORT_DIR = "/run/quiz"
 # What the image holds: the toolchains of languages.Toolchain and the libraries they load.
 IMAGE_PATHS = (
@@ -175,7 +182,7 @@ def ensure_image(client: docker.DockerClient, init_path: Path) -> str:
         for d in (".quiz", "work", "build", "src", "tmp", "run/quiz"):
             (stage / d).mkdir(parents=True)
         # Docker copies a tmpfs mount point's mode from the image: these must be 1777 here.
-        for d in ("work", "tmp"):
+        for d in ("work", "tmp", "build"):
             os.chmod(stage / d, 0o1777)  # noqa: S103 - sticky, world-writable like any /tmp
         shutil.copy2(init_path, stage / INIT_PATH.lstrip("/"))
         tarball = Path(tmp) / "image.tar"
@@ -215,14 +222,77 @@ def read_report(path: Path, limit: int) -> bytes:
         return fh.read(limit)
 
 
+# A job's host dir is a tmpfs of its own when the runner may mount one: the containers' bind
+# mounts then name paths inside it ("/src/main.py"), not the state dir or the job's id. It
+# holds the job's files, its build and the steps' report dirs (the archive of the build).
+JOB_TMPFS_BYTES = 2 * MAX_BUILD_BYTES + 64 * 1024 * 1024
+JOB_TMPFS_INODES = 4 * MAX_BUILD_FILES + 4096
+_MS_NOSUID, _MS_NODEV, _MNT_DETACH = 2, 4, 2
+
+
+def _libc() -> ctypes.CDLL:
+    return ctypes.CDLL(None, use_errno=True)
+
+
+def mount_tmpfs(path: Path, size: int, inodes: int) -> bool:
+    """Mount a private tmpfs on `path` (root only); False when this process may not mount."""
+    options = f"size={size},nr_inodes={inodes},mode=0711".encode()
+    flags = _MS_NOSUID | _MS_NODEV
+    return _libc().mount(b"quiz-job", bytes(path), b"tmpfs", flags, options) == 0
+
+
+def unmount(path: Path) -> None:
+    """Detach the tmpfs on `path` (its files go with it)."""
+    _libc().umount2(bytes(path), _MNT_DETACH)
+
+
+def write_tree(root: Path, entries: dict[str, BuildEntry]) -> None:
+    """Write `entries` under `root`, root-owned, read-only to everybody else."""
+    root.mkdir(mode=0o755, exist_ok=True)
+    for rel, entry in sorted(entries.items()):
+        path = root / rel
+        path.parent.mkdir(mode=0o755, parents=True, exist_ok=True)
+        if entry.data is None:
+            path.mkdir(mode=0o755, exist_ok=True)
+            continue
+        path.write_bytes(entry.data)
+        os.chmod(path, 0o755 if entry.mode & 0o111 else 0o644)
+
+
 class DockerSandbox:
     """Runs each step as a fresh container of the sandbox image under the slot's uid."""
 
     name = "docker"
 
-    def __init__(self, client: docker.DockerClient, image: str) -> None:
+    def __init__(self, client: docker.DockerClient, image: str, state_dir: Path) -> None:
         self.client = client
         self.image = image
+        self.jobs_dir = state_dir / "jobs"
+
+    async def prepare(self, job: Job) -> None:
+        """The job's host dir (its own tmpfs when possible) holding its files under src/."""
+        await asyncio.to_thread(self._prepare, job)
+
+    def _prepare(self, job: Job) -> None:
+        self.jobs_dir.mkdir(parents=True, exist_ok=True)
+        os.chmod(self.jobs_dir, 0o711)  # noqa: S103 - dockerd binds from here
+        root = self.jobs_dir / uuid.uuid4().hex
+        root.mkdir(mode=0o711)
+        job.root = root
+        if os.geteuid() == 0 and mount_tmpfs(root, JOB_TMPFS_BYTES, JOB_TMPFS_INODES):
+            job.mounted = True
+        write_tree(root / "src", {p: BuildEntry(0o644, d) for p, d in job.files.items()})
+
+    async def release(self, job: Job) -> None:
+        """Unmount and remove the job's host dir."""
+        await asyncio.to_thread(self._release, job)
+
+    def _release(self, job: Job) -> None:
+        if job.root is None:
+            return
+        if job.mounted:
+            unmount(job.root)
+        shutil.rmtree(job.root, ignore_errors=True)
 
     def ready(self) -> tuple[bool, str]:
         """The engine answers and the image exists."""
@@ -234,14 +304,15 @@ class DockerSandbox:
         return True, "ok"
 
     async def compile(self, job: Job, argv: list[str], limits: ExecLimits) -> Execution:
-        """Compile with the sources read-only and the build dir writable."""
-        mounts = [
-            Mount(SOURCE_DIR, str(job.src), type="bind", read_only=True),
-            Mount(BUILD_DIR, str(job.build), type="bind", read_only=False),
-        ]
-        return await asyncio.to_thread(
+        """Compile with the sources read-only at /src; what it writes in /build is kept."""
+        assert job.root is not None
+        mounts = [Mount(SOURCE_DIR, str(job.root / "src"), type="bind", read_only=True)]
+        result = await asyncio.to_thread(
             self._execute, job, mounts, BUILD_DIR, argv, b"", limits, None
         )
+        if result.build_error is None:
+            await asyncio.to_thread(write_tree, job.root / "build", job.build)
+        return result
 
     async def run(
         self,
@@ -252,11 +323,14 @@ class DockerSandbox:
         collect: str | None,
     ) -> Execution:
         """Run one case in a fresh container: tmpfs work dir with the job's files read-only."""
+        assert job.root is not None
+        src = job.root / "src"
         mounts = [
-            Mount(f"{WORK_DIR}/{entry}", str(job.src / entry), type="bind", read_only=True)
+            Mount(f"{WORK_DIR}/{entry}", str(src / entry), type="bind", read_only=True)
             for entry in job.entries
         ]
-        mounts.append(Mount(BUILD_DIR, str(job.build), type="bind", read_only=True))
+        (job.root / "build").mkdir(mode=0o755, exist_ok=True)
+        mounts.append(Mount(BUILD_DIR, str(job.root / "build"), type="bind", read_only=True))
         return await asyncio.to_thread(
             self._execute, job, mounts, WORK_DIR, argv, stdin, limits, collect
         )
@@ -271,22 +345,28 @@ class DockerSandbox:
         limits: ExecLimits,
         collect: str | None,
     ) -> Execution:
+        assert job.root is not None
         reports = job.root / f"report-{uuid.uuid4().hex[:12]}"
         reports.mkdir(mode=0o700)
-        os.chown(reports, job.uid, job.uid)
+        if sweepable(job.uid):
+            os.chown(reports, job.uid, job.uid)
         # +1: the init is the container's pid 1, under the same uid as the program.
         init = init_argv(limits, pid1_processes=1, status=f"{REPORT_DIR}/status")
         if collect is not None:
             init += ["--collect", collect, "--collect-out", f"{REPORT_DIR}/collect"]
             init += ["--collect-max", str(limits.file_bytes)]
-        size = f"size={limits.tmpfs_bytes},mode=1777"
+        compiling = workdir == BUILD_DIR
+        if compiling:
+            init += archive_argv(BUILD_DIR, f"{REPORT_DIR}/archive")
+        size = f"size={limits.tmpfs_bytes},nr_inodes={limits.tmpfs_inodes},mode=1777"
+        writable = (BUILD_DIR if compiling else WORK_DIR, TMP_DIR, "/dev/shm")  # noqa: S108
         # The memory cgroup also counts tmpfs pages: the program's budget plus its tmpfs.
         memory = limits.address_mb * 1024 * 1024 + 3 * limits.tmpfs_bytes
         api = self.client.api
         host_config = api.create_host_config(
             network_mode="none",
             read_only=True,
-            tmpfs={WORK_DIR: size, TMP_DIR: size} if workdir == WORK_DIR else {TMP_DIR: size},
+            tmpfs=dict.fromkeys(writable, size),
             mounts=[*mounts, Mount(REPORT_DIR, str(reports), type="bind", read_only=False)],
             cap_drop=["ALL"],
             security_opt=["no-new-privileges"],
@@ -294,8 +374,8 @@ class DockerSandbox:
             memswap_limit=memory,
             pids_limit=limits.processes + 2,
             ulimits=[Ulimit(name="core", soft=0, hard=0)],
-            ipc_mode="private",
-            shm_size=limits.tmpfs_bytes,
+            # Its own IPC namespace, and no /dev/shm of the engine's: ours, with inode limits.
+            ipc_mode="none",
             log_config=LogConfig(type="none"),
         )
         created = api.create_container(
@@ -323,11 +403,14 @@ class DockerSandbox:
             apply_status(result, read_report(reports / "status", 4096), limits)
             if collect is not None:
                 result.collected = read_report(reports / "collect", limits.file_bytes + 1)
+            if compiling:
+                archive = read_report(reports / "archive", MAX_BUILD_BYTES + (1 << 20))
+                job.build, result.build_error = parse_archive(archive)
         finally:
             with contextlib.suppress(NotFound, RequestException):
                 container.remove(force=True)
             shutil.rmtree(reports, ignore_errors=True)
-            if job.uid:
+            if sweepable(job.uid):
                 kill_uid(job.uid, wait_s=1.0)
         judge_memory(result, limits)
         return result
