@@ -39,8 +39,11 @@ def nats_server_binary() -> str:
 class NatsServer:
     """A nats-server process with JetStream storing under `store_dir`."""
 
-    def __init__(self, store_dir: str | Path, port: int | None = None) -> None:
+    def __init__(
+        self, store_dir: str | Path, port: int | None = None, max_payload: int = NATS_MAX_PAYLOAD
+    ) -> None:
         self.port = port or free_port()
+        self.max_payload = max_payload
         self.store_dir = Path(store_dir)
         self.url = f"nats://127.0.0.1:{self.port}"
         self._proc: subprocess.Popen[bytes] | None = None
@@ -48,7 +51,7 @@ class NatsServer:
     def start(self, timeout_s: float = 10.0) -> NatsServer:
         self.store_dir.mkdir(parents=True, exist_ok=True)
         config = self.store_dir / "nats.conf"
-        config.write_text(nats_config())
+        config.write_text(nats_config(self.max_payload))
         self._proc = subprocess.Popen(
             [
                 nats_server_binary(),

@@ -6,6 +6,7 @@ import json
 import re
 import uuid
 from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -25,6 +26,7 @@ from quiz_editor_assist.config import Settings
 from quiz_editor_assist.main import create_app
 from quiz_testkit.anthropic_stub import AnthropicStub, StubReply
 from quiz_testkit.jwt_keys import SigningKeys
+from quiz_testkit.nats_server import NatsServer
 from quiz_testkit.processes import ServiceProcess
 from quiz_testkit.serving import serve_app
 
@@ -189,10 +191,14 @@ async def test_a_draft_over_its_types_budget_costs_nothing(
 
 
 async def test_a_valid_draft_too_large_for_the_nats_hop_is_a_contract_error(
-    wand: str, stub: AnthropicStub, signing_keys: SigningKeys
+    stub: AnthropicStub, signing_keys: SigningKeys, tmp_path: Path
 ) -> None:
-    # The largest code question the platform accepts does not fit one NATS message (1 MiB):
-    # the wand says so, as JSON, before the model is paid, instead of a 500 from the bus.
+    # The largest code question the platform accepts (~1.3 MB) does not fit one NATS message of
+    # a bus at nats-server's default max_payload (1 MiB; ours is larger): the wand reads the
+    # limit from its connection and says so, as JSON, before the model is paid, instead of a
+    # 500 from the bus.
+    small_bus = NatsServer(tmp_path / "nats", max_payload=1024 * 1024).start()
+    settings = Settings(nats_url=small_bus.url, jwks_file=str(signing_keys.jwks_path))
     draft = {
         **empty_code_draft(),
         "prompt": "Sum.",
@@ -206,7 +212,11 @@ async def test_a_valid_draft_too_large_for_the_nats_hop_is_a_contract_error(
         for i in range(CODE_MAX_CASES)
     ]
     assert question_type("code").validate(draft)
-    r = await post_generate(wand, teacher_token(signing_keys, "code"), {"config": draft})
+    try:
+        async with serve_app(create_app(settings), settings) as wand:
+            r = await post_generate(wand, teacher_token(signing_keys, "code"), {"config": draft})
+    finally:
+        small_bus.stop()
     assert r.status_code == 422, r.text[:300]
     assert r.headers["content-type"].startswith("application/json")
     assert r.json()["code"] == "limit_exceeded"
