@@ -61,12 +61,6 @@ def port_free(port: int) -> bool:
         return True
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def die_with_parent() -> None:
     """Runs in the child before exec: SIGTERM it when this runner dies, however it dies."""
     libc = ctypes.CDLL("libc.so.6", use_errno=True)
@@ -164,6 +158,7 @@ def main() -> int:
     DATA.mkdir(parents=True, exist_ok=True)
     sys.path.insert(0, str(ROOT / "libs" / "testkit" / "src"))
     from quiz_testkit.jwt_keys import SigningKeys
+    from quiz_testkit.nats_server import free_port
 
     keys = SigningKeys.load_or_create(DATA / "dev-keys")
     procs: list[tuple[str, subprocess.Popen[bytes]]] = []

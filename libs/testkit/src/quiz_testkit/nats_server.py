@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 import shutil
 import socket
 import subprocess
@@ -18,11 +19,23 @@ def nats_config(max_payload: int = NATS_MAX_PAYLOAD) -> str:
     return f"max_payload: {max_payload}\n"
 
 
+# Ports handed to servers we start are drawn below Linux's ephemeral range (32768–60999 by
+# default): a port the kernel gave us with bind(0) is also what it gives the next outgoing
+# connection, so on a busy host the server would often find it taken by a client socket.
+_SERVER_PORTS = range(20000, 32000)
+
+
 def free_port(host: str = "127.0.0.1") -> int:
-    """A TCP port nobody listens on right now."""
-    with socket.socket() as s:
-        s.bind((host, 0))
-        return int(s.getsockname()[1])
+    """A TCP port outside the ephemeral range that nobody holds right now."""
+    for _ in range(200):
+        port = random.choice(_SERVER_PORTS)
+        with socket.socket() as s:
+            try:
+                s.bind((host, port))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError(f"no free port in {_SERVER_PORTS}")
 
 
 def nats_server_binary() -> str:
