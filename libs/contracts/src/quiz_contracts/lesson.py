@@ -27,6 +27,13 @@ from quiz_contracts.base import WireModel
 MAX_FIX_DOC_CHARS = 300_000
 """The largest lesson a fix request may carry, in characters of its reduced JSON (413 above)."""
 
+MAX_FIX_BODY_BYTES = 3 * MAX_FIX_DOC_CHARS + 65_536
+"""The largest fix or check body in bytes: a lesson at MAX_FIX_DOC_CHARS as compact JSON (the
+editor's JSON.stringify: at most 3 UTF-8 bytes per UTF-16 unit, nothing escaped but controls and
+quotes), plus the finding's key and the verification token. Under the 1 MiB a NATS hop carries,
+so a body that passes the HTTP edge also fits `lesson.v1.fix`. A bigger body is refused with 413
+payload_too_large before it is read; a smaller one is measured as the tool measures it."""
+
 FIX_ATTEMPTS = 2
 """How many times the model is asked for one fix before the service answers 422."""
 
@@ -332,6 +339,25 @@ class FixRequest(WireModel):
     )
 
 
+class FixCall(WireModel):
+    """`lesson.v1.fix`: a fix asked by another service on behalf of `user`.
+
+    The calling service vouches for the person (the bus is not the browser: no human
+    verification here); the fix is still rate-limited per `user` and billed to them.
+    """
+
+    doc: Lesson = Field(validation_alias=AliasChoices("doc", "lesson"))
+    findingKey: str = Field(
+        min_length=1, max_length=20_000, validation_alias=AliasChoices("findingKey", "key")
+    )
+    user: str = Field(
+        min_length=1,
+        max_length=200,
+        pattern=r"\S",
+        description="The person the fix is for: the rate limit's key and the model call's user.",
+    )
+
+
 class FixReply(WireModel):
     """A fix that passed checkFix: `replace_block` operations, why, and how many new warnings."""
 
@@ -362,6 +388,7 @@ class FixProposal(WireModel):
 
 __all__ = [
     "FIX_ATTEMPTS",
+    "MAX_FIX_BODY_BYTES",
     "MAX_FIX_DOC_CHARS",
     "QUESTION_TYPES",
     "Block",
@@ -370,6 +397,7 @@ __all__ = [
     "CheckRequest",
     "Finding",
     "FindingLevel",
+    "FixCall",
     "FixEdit",
     "FixProposal",
     "FixReply",
