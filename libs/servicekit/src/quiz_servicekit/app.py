@@ -100,6 +100,7 @@ class ServiceRuntime:
         self.metrics = ServiceMetrics(name)
         self.endpoints: list[EndpointSpec[Any]] = []
         self.ready_checks: dict[str, ReadyCheck] = {}
+        self.ready_details: dict[str, str] = {}
         self.http_url = ""
         self.database_url: str | None = None
         self._nc: NATS | None = None
@@ -138,6 +139,11 @@ class ServiceRuntime:
 
     def add_ready_check(self, name: str, check: ReadyCheck) -> None:
         self.ready_checks[name] = check
+
+    def add_ready_detail(self, name: str, detail: str) -> None:
+        """A line `/readyz` shows under `details` without changing readiness, e.g. a warning
+        that a safeguard is switched off for development."""
+        self.ready_details[name] = detail
 
     @property
     def js(self) -> JetStreamContext:
@@ -305,10 +311,10 @@ def health_router(runtime: ServiceRuntime) -> APIRouter:
                 checks[name] = False
                 log.warning("readiness check %s failed: %s", name, e)
         ready = bool(checks) and all(checks.values())
-        return JSONResponse(
-            {"status": "ready" if ready else "not_ready", "checks": checks},
-            status_code=200 if ready else 503,
-        )
+        body: dict[str, Any] = {"status": "ready" if ready else "not_ready", "checks": checks}
+        if runtime.ready_details:
+            body["details"] = dict(runtime.ready_details)
+        return JSONResponse(body, status_code=200 if ready else 503)
 
     @router.get("/metrics")
     async def metrics(_: Request) -> Response:
