@@ -51,7 +51,8 @@ class Settings(ServiceSettings):
 
     def verification_problem(self) -> str | None:
         """Why the service cannot start as configured, or None (checked at start-up)."""
-        if not self.verify_disabled and self.verify_secret is None:
+        secret = self.verify_secret.get_secret_value() if self.verify_secret else ""
+        if not self.verify_disabled and not secret.strip():
             return (
                 "LESSON_FIX_VERIFY_SECRET is required (the siteverify secret key); set "
                 "LESSON_FIX_VERIFY_DISABLED=true only for development"

@@ -60,6 +60,12 @@ def lesson_fix_settings(
     )
 
 
+@pytest.fixture(scope="session")
+def settings_for() -> Callable[..., Settings]:
+    """`settings_for(nats_url, keys, siteverify, db, **extra)`: a lesson-fix's settings."""
+    return lesson_fix_settings
+
+
 @pytest.fixture(scope="module")
 async def service_url(
     nats_url: str,

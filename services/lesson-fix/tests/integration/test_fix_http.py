@@ -270,9 +270,7 @@ async def test_grants(api: Any, lessons: Any, author: Callable[..., str]) -> Non
     assert (await api.check(author(grants={}), lesson)).status_code == 404
 
 
-async def test_a_malformed_lesson_is_invalid_request(
-    api: Any, author: Callable[..., str]
-) -> None:
+async def test_a_malformed_lesson_is_invalid_request(api: Any, author: Callable[..., str]) -> None:
     bad = {"title": "", "sections": [{"id": "s", "blocks": [{"id": "b", "type": "table"}]}]}
     r = await api.fix(author(), bad, KEY)
     assert (r.status_code, r.json()["code"]) == (400, "invalid_request")

@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from quiz_contracts.errors import ContractError, ErrorCode
@@ -47,6 +48,7 @@ it: a service runs it in a worker thread so a large lesson never holds its event
 
 async def _here(step: Callable[[], FixCheck]) -> FixCheck:
     return step()
+
 
 _STRINGS = {"type": "array", "items": {"type": "string"}}
 FIX_SCHEMA: dict[str, Any] = {
@@ -364,9 +366,8 @@ async def suggest_fix(
             except FixRefused as exc:
                 problems = [str(exc)]
             else:
-                ops = operations
                 verdict = await offload(
-                    lambda: check_fix(doc, ops, finding, before=before, make_id=make_id)
+                    partial(check_fix, doc, operations, finding, before=before, make_id=make_id)
                 )
                 if verdict.ok:
                     explanation = parsed.get("explanation")
