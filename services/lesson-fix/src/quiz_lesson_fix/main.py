@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import logging
 
 from fastapi import FastAPI
@@ -42,6 +43,19 @@ def verifier_of(settings: Settings) -> HumanVerifier | None:
     )
 
 
+# A lesson request allocates some 100,000 small containers (its JSON, its models, the checks'
+# records) that all live until it ends. At Python's default first threshold (700) the collector
+# runs ~150 times per 300,000-character lesson, re-scanning survivors and finding no garbage:
+# ~50 ms of CPU, a third of the request (bench/lesson_checks.py, docs/performance.md).
+GC_THRESHOLDS = (50_000, 20, 10)
+
+
+def tune_garbage_collection() -> None:
+    """Freeze what start-up built and collect young objects rarely (this process only)."""
+    gc.freeze()
+    gc.set_threshold(*GC_THRESHOLDS)
+
+
 def create_app(settings: Settings | None = None) -> FastAPI:
     """The lesson-fix app: NATS, database and micro registration happen in its lifespan."""
     settings = settings or Settings()
@@ -60,6 +74,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
 
     async def on_startup(rt: ServiceRuntime) -> None:
+        tune_garbage_collection()
         problem = settings.verification_problem()
         if problem is not None:
             raise RuntimeError(problem)
