@@ -7,6 +7,8 @@ to ask for a fix, which spends model calls. Without it the routes answer 404.
 
 from __future__ import annotations
 
+from typing import Any
+
 from fastapi import APIRouter, Depends
 
 from quiz_contracts.lesson import MAX_FIX_BODY_BYTES, CheckReply, CheckRequest, FixReply, FixRequest
@@ -17,7 +19,7 @@ from quiz_servicekit.auth import Access, require_grant
 LESSONS = "lessons"
 """The grant's resource: `{"lessons": {"role": "viewer" | "contributor"}}` in the token."""
 
-_COMMON = {
+_COMMON: dict[int | str, dict[str, Any]] = {
     400: {"description": "invalid_request"},
     401: {"description": "unauthorized"},
     404: {"description": "not_found: no grant on lessons"},

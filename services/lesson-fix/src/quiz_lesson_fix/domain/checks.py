@@ -22,6 +22,7 @@ import re
 from bisect import bisect_right
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, Literal
 
 from quiz_contracts.lesson import Finding, FindingLevel
@@ -709,23 +710,24 @@ class _Checker:
         self.check_spelling(ctx)
 
     def run(self) -> CheckResult:
-        first, answers = [], []
+        first: list[list[Finding]] = []
+        answers: list[list[_Answer]] = []
         for i, ctx in enumerate(self.sections):
             pooled = len(self.all_answers)
             reused = self.reused[i]
             if reused is not None:
                 self.all_answers.extend(reused.answers)
-            first.append(self._own(i, "first", lambda c=ctx: self._first_checks(c)))
+            first.append(self._own(i, "first", partial(self._first_checks, ctx)))
             answers.append(self.all_answers[pooled:])
         self.check_spelling_duplicates_and_collisions()
         self.check_answer_reuse()
         self.check_number_duplicates()
         vakt = [
-            self._own(i, "vakt", lambda c=ctx: self.check_vakt(c))
+            self._own(i, "vakt", partial(self.check_vakt, ctx))
             for i, ctx in enumerate(self.sections)
         ]
         formatting = [
-            self._own(i, "formatting", lambda c=ctx: self.check_formatting(c))
+            self._own(i, "formatting", partial(self.check_formatting, ctx))
             for i, ctx in enumerate(self.sections)
         ]
         self.check_citations()
