@@ -51,7 +51,8 @@ GC_THRESHOLDS = (50_000, 20, 10)
 
 
 def tune_garbage_collection() -> None:
-    """Freeze what start-up built and collect young objects rarely (this process only)."""
+    """Freeze what the imports built and collect young objects rarely (a service process only:
+    `run()` calls it, an app served inside another process leaves that process's collector)."""
     gc.freeze()
     gc.set_threshold(*GC_THRESHOLDS)
 
@@ -74,7 +75,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
 
     async def on_startup(rt: ServiceRuntime) -> None:
-        tune_garbage_collection()
         problem = settings.verification_problem()
         if problem is not None:
             raise RuntimeError(problem)
@@ -106,7 +106,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
 
 def run() -> None:
-    """Console entry point: `quiz-lesson-fix`."""
+    """Console entry point: `quiz-lesson-fix` (the process's own collector tuned first)."""
+    tune_garbage_collection()
     run_service(create_app, Settings())
 
 
