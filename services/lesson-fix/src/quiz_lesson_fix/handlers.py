@@ -10,6 +10,9 @@ from quiz_lesson_fix.service import LessonFixService
 from quiz_servicekit.app import ServiceRef
 from quiz_servicekit.micro import EndpointSpec, MsgContext, endpoint
 
+CHECKS_IN_HAND = 16
+FIXES_IN_HAND = 64
+
 
 def endpoints(service: ServiceRef[LessonFixService]) -> list[EndpointSpec[Any]]:
     """`lesson.v1.check` and `lesson.v1.fix`, for other services."""
@@ -23,4 +26,9 @@ def endpoints(service: ServiceRef[LessonFixService]) -> list[EndpointSpec[Any]]:
             request.user, request.lesson_data, request.findingKey, token=None
         )
 
-    return [endpoint(subjects.LESSON_CHECK, check), endpoint(subjects.LESSON_FIX, fix)]
+    # Each request in hand holds a lesson of up to 300,000 characters (~6 MB parsed and checked):
+    # checks are CPU on a couple of threads, so few wait in hand; a fix mostly waits on the model.
+    return [
+        endpoint(subjects.LESSON_CHECK, check, max_concurrency=CHECKS_IN_HAND),
+        endpoint(subjects.LESSON_FIX, fix, max_concurrency=FIXES_IN_HAND),
+    ]
