@@ -194,6 +194,11 @@ def main() -> int:
     )
     # The runner's state under .data too (root or not), so `make clean` takes it away.
     env.setdefault("RUNNER_STATE_DIR", str(DATA / "runner"))
+    # lesson-fix verifies people with a siteverify secret; without one, development runs it
+    # with verification off (the service says so in its log and in /readyz).
+    verification_off = not env.get("LESSON_FIX_VERIFY_SECRET")
+    if verification_off:
+        env.setdefault("LESSON_FIX_VERIFY_DISABLED", "true")
     urls: dict[str, str] = {}
     for i, svc in enumerate(SERVICES):
         port = svc.port if port_free(svc.port) else free_port()
@@ -216,12 +221,14 @@ def main() -> int:
         rows = [f"  {'service':<14} {'url':<26} ready"]
         rows += [f"  {n:<14} {u:<26} {'NO' if n in pending else 'yes'}" for n, u in urls.items()]
         print("\n".join(["", f"NATS: {nats_url}", *rows, ""]), flush=True)
-        print(
-            "Mint a dev token:  make token SUB=teacher-1 GRANTS='question:42=contributor:mcq:7'\n"
-            "Without ANTHROPIC_API_KEY the gateway answers llm_not_configured.\n"
-            "Ctrl-C stops everything.\n",
-            flush=True,
-        )
+        notes = [
+            "Mint a dev token:  make token SUB=teacher-1 GRANTS='question:42=contributor:mcq:7'",
+            "          lessons: make token SUB=author-1 GRANTS='lessons=contributor'",
+            "Without ANTHROPIC_API_KEY the gateway answers llm_not_configured.",
+        ]
+        if verification_off:
+            notes.append("lesson-fix: human verification is OFF (LESSON_FIX_VERIFY_SECRET unset).")
+        print("\n".join([*notes, "Ctrl-C stops everything.", ""]), flush=True)
         while not stopping.is_set():
             if (why := exited(procs, started=True)) is not None:
                 print(why, flush=True)

@@ -275,7 +275,8 @@ ROUTES = {
     "/app/api/pools/7/review": "review",
     "/app/api/pools/7/reviews/3": "review",
     "/app/api/evaluations/9/poll/ideas": "poll",
-    "/app/api/lessons/5/fix": "lesson_fix",
+    "/app/api/lessons/check": "lesson_fix",
+    "/app/api/lessons/fix": "lesson_fix",
 }
 
 

@@ -14,6 +14,7 @@ import httpx
 import pytest
 
 from quiz_contracts.questions.code import empty_code_draft
+from quiz_lesson_fix.eval.cases import load_cases
 from quiz_testkit.anthropic_stub import AnthropicStub, StubReply
 from quiz_testkit.jwt_keys import SigningKeys
 from quiz_testkit.nats_server import free_port
@@ -22,6 +23,7 @@ from quiz_testkit.system import ROOT, System
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 NGINX_CONF = ROOT / "deploy" / "compose" / "nginx.conf"
 ROUTED = {"editor-assist", "review", "poll", "lesson-fix"}
+LESSONS_GRANT = {"lessons": {"role": "contributor"}}
 
 
 def nginx_binary() -> str | None:
@@ -157,3 +159,30 @@ def test_access_is_checked_behind_the_gateway(platform: tuple[str, SigningKeys])
     # Internal routes are not published by the gateway.
     assert httpx.get(f"{base}/metrics", timeout=10).status_code == 404
     assert re.search(r"json", httpx.get(f"{base}/metrics", timeout=10).headers["content-type"])
+
+
+def test_a_lesson_fix_through_the_api_gateway(
+    platform: tuple[str, SigningKeys], stub: AnthropicStub
+) -> None:
+    base, keys = platform
+    author = {"authorization": f"Bearer {keys.mint('author-e2e', LESSONS_GRANT)}"}
+    case = next(c for c in load_cases() if c.name == "fr_grounding_single")
+    r = httpx.post(
+        f"{base}/app/api/lessons/check", json={"lesson": case.lesson}, headers=author, timeout=60
+    )
+    assert r.status_code == 200, r.text
+    (finding,) = r.json()["errors"]
+    # `make run` has no siteverify secret: lesson-fix runs with verification off, and says so.
+    stub.script(StubReply.tool(case.reference_reply()))
+    body = {"lesson": case.lesson, "key": finding["key"], "verification": ""}
+    r = httpx.post(f"{base}/app/api/lessons/fix", json=body, headers=author, timeout=120)
+    assert r.status_code == 200, r.text
+    assert {op["blockId"] for op in r.json()["operations"]} == {"s1q2", "s1q4"}
+    # Past the gateway's own maximum for lessons: refused there, in the services' error shape.
+    r = httpx.post(
+        f"{base}/app/api/lessons/fix",
+        content=b" " * 1_100_000,
+        headers={**author, "content-type": "application/json"},
+        timeout=60,
+    )
+    assert r.status_code == 413 and r.json()["code"] == "payload_too_large"

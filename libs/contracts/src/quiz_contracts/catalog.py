@@ -10,6 +10,7 @@ from pydantic import BaseModel
 from quiz_contracts import subjects
 from quiz_contracts.errors import ErrorBody
 from quiz_contracts.generate import GenerateAvailability
+from quiz_contracts.lesson import CheckReply, CheckRequest, FixCall, FixReply
 from quiz_contracts.llm import (
     AvailabilityReply,
     AvailabilityRequest,
@@ -79,6 +80,21 @@ OPERATIONS: tuple[Operation, ...] = (
         "Whether the wand can be offered, and for which question types.",
         EmptyRequest,
         GenerateAvailability,
+    ),
+    Operation(
+        subjects.LESSON_CHECK,
+        "lesson-fix",
+        "The lesson checks of a whole lesson: its errors and warnings, each with its key.",
+        CheckRequest,
+        CheckReply,
+    ),
+    Operation(
+        subjects.LESSON_FIX,
+        "lesson-fix",
+        "Fix with AI for a person: the finding found again by key, up to two model tries, "
+        "replace_block operations that passed checkFix.",
+        FixCall,
+        FixReply,
     ),
 )
 

@@ -57,6 +57,10 @@ class ErrorCode(StrEnum):
     no_ai_fix = "no_ai_fix"
     fix_failed = "fix_failed"
     lesson_too_large = "lesson_too_large"
+    # AI lesson fixes: the human verification before any costly work (a Turnstile-compatible
+    # siteverify; the tool's apps/api/src/lib/turnstile.js answers 403 and 502).
+    verification_failed = "verification_failed"
+    verification_unavailable = "verification_unavailable"
     # Edge: a request body or message over the maximum of its route or of the NATS hop.
     payload_too_large = "payload_too_large"
 
@@ -98,6 +102,8 @@ HTTP_STATUS: dict[ErrorCode, int] = {
     ErrorCode.no_ai_fix: 400,
     ErrorCode.fix_failed: 422,
     ErrorCode.lesson_too_large: 413,
+    ErrorCode.verification_failed: 403,
+    ErrorCode.verification_unavailable: 502,
     ErrorCode.payload_too_large: 413,
 }
 

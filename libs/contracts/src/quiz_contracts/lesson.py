@@ -18,14 +18,24 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    ModelWrapValidatorHandler,
+    PrivateAttr,
     SerializerFunctionWrapHandler,
     model_serializer,
+    model_validator,
 )
 
 from quiz_contracts.base import WireModel
 
 MAX_FIX_DOC_CHARS = 300_000
 """The largest lesson a fix request may carry, in characters of its reduced JSON (413 above)."""
+
+MAX_FIX_BODY_BYTES = 3 * MAX_FIX_DOC_CHARS + 65_536
+"""The largest fix or check body in bytes: a lesson at MAX_FIX_DOC_CHARS as compact JSON (the
+editor's JSON.stringify: at most 3 UTF-8 bytes per UTF-16 unit, nothing escaped but controls and
+quotes), plus the finding's key and the verification token. Under the 1 MiB a NATS hop carries,
+so a body that passes the HTTP edge also fits `lesson.v1.fix`. A bigger body is refused with 413
+payload_too_large before it is read; a smaller one is measured as the tool measures it."""
 
 FIX_ATTEMPTS = 2
 """How many times the model is asked for one fix before the service answers 422."""
@@ -241,10 +251,38 @@ class Finding(WireModel):
     message: str = Field(description="Prose for a model: the section, the value and the fix.")
 
 
-class CheckRequest(WireModel):
-    """`POST /app/api/lessons/check`: the lesson to check."""
+class _CarriesLesson(WireModel):
+    """A body holding a lesson (`doc`, or `lesson`), validated by the `Lesson` model and kept
+    as it was sent.
+
+    The checks read the lesson as the tool does, as plain JSON data; `lesson_data` is that
+    data, validated but never rebuilt: dumping a 300,000-character lesson back from its models
+    costs more than checking it.
+    """
 
     doc: Lesson = Field(validation_alias=AliasChoices("doc", "lesson"))
+    _sent: Any = PrivateAttr(default=None)
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _keep_the_lesson_as_sent(cls, data: Any, handler: ModelWrapValidatorHandler[Any]) -> Any:
+        body = handler(data)
+        if isinstance(data, dict):
+            # The aliases in pydantic's order: `doc` wins over `lesson`.
+            body._sent = data["doc"] if "doc" in data else data.get("lesson")
+        return body
+
+    @property
+    def lesson_data(self) -> dict[str, Any]:
+        """The lesson as JSON data: as sent when validated from JSON, else dumped."""
+        if isinstance(self._sent, dict):
+            return self._sent
+        dumped: dict[str, Any] = self.doc.model_dump(mode="json")
+        return dumped
+
+
+class CheckRequest(_CarriesLesson):
+    """`POST /app/api/lessons/check` and `lesson.v1.check`: the lesson to check."""
 
 
 class CheckReply(WireModel):
@@ -313,14 +351,13 @@ Operation = Annotated[ReplaceBlock | MoveBlock, Field(discriminator="op")]
 # ---- "Fix with AI" --------------------------------------------------------------------------
 
 
-class FixRequest(WireModel):
+class FixRequest(_CarriesLesson):
     """`POST /app/api/lessons/fix`: the whole lesson, the finding's key, the verification token.
 
     Field names are the tool's (`doc`, `findingKey`, `token`, routes/ai.js); `lesson`, `key`
     and `verification` are accepted too.
     """
 
-    doc: Lesson = Field(validation_alias=AliasChoices("doc", "lesson"))
     findingKey: str = Field(
         min_length=1, max_length=20_000, validation_alias=AliasChoices("findingKey", "key")
     )
@@ -329,6 +366,25 @@ class FixRequest(WireModel):
         max_length=4096,
         validation_alias=AliasChoices("token", "verification"),
         description="The Turnstile-compatible human-verification token.",
+    )
+
+
+class FixCall(_CarriesLesson):
+    """`lesson.v1.fix`: a fix asked by another service on behalf of `user`.
+
+    The calling service vouches for the person (the bus is not the browser: no human
+    verification here); the fix is still rate-limited per `user` and billed to them.
+    """
+
+    doc: Lesson = Field(validation_alias=AliasChoices("doc", "lesson"))
+    findingKey: str = Field(
+        min_length=1, max_length=20_000, validation_alias=AliasChoices("findingKey", "key")
+    )
+    user: str = Field(
+        min_length=1,
+        max_length=200,
+        pattern=r"\S",
+        description="The person the fix is for: the rate limit's key and the model call's user.",
     )
 
 
@@ -362,6 +418,7 @@ class FixProposal(WireModel):
 
 __all__ = [
     "FIX_ATTEMPTS",
+    "MAX_FIX_BODY_BYTES",
     "MAX_FIX_DOC_CHARS",
     "QUESTION_TYPES",
     "Block",
@@ -370,6 +427,7 @@ __all__ = [
     "CheckRequest",
     "Finding",
     "FindingLevel",
+    "FixCall",
     "FixEdit",
     "FixProposal",
     "FixReply",

@@ -27,6 +27,11 @@ QUESTION_RETIRED = "questions.v1.question.retired"
 QUESTION_DELETED = "questions.v1.question.deleted"
 QUESTIONS_STREAM = "QUESTIONS"
 
+# lesson-fix (seed 003 "AI lesson fixes"): the lesson checks and "Fix with AI" for other
+# services (micro service "lesson-fix").
+LESSON_CHECK = "lesson.v1.check"
+LESSON_FIX = "lesson.v1.fix"
+
 # review / poll / lesson-fix reserve their prefixes here as they land.
 REVIEW_PREFIX = "review.v1"
 POLL_PREFIX = "poll.v1"

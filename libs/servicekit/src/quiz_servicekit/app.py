@@ -141,6 +141,11 @@ class ServiceRuntime:
     def add_ready_check(self, name: str, check: ReadyCheck) -> None:
         self.ready_checks[name] = check
 
+    def add_ready_detail(self, name: str, detail: Any) -> None:
+        """A line `/readyz` shows under `details` without changing readiness, e.g. a warning
+        that a safeguard is switched off for development."""
+        self.ready_details[name] = detail
+
     @property
     def js(self) -> JetStreamContext:
         return self.nc.jetstream()

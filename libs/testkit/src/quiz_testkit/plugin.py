@@ -19,6 +19,7 @@ from quiz_testkit.nats_server import NatsServer
 
 if TYPE_CHECKING:
     from quiz_testkit.anthropic_stub import AnthropicStub
+    from quiz_testkit.siteverify_stub import SiteverifyStub
 
 _SPANS = InMemorySpanExporter()
 
@@ -99,6 +100,23 @@ def anthropic_stub(anthropic_stub_server: AnthropicStub) -> Iterator[AnthropicSt
     anthropic_stub_server.reset()
     yield anthropic_stub_server
     anthropic_stub_server.reset()
+
+
+@pytest.fixture(scope="session")
+def siteverify_server() -> Iterator[SiteverifyStub]:
+    """A Turnstile-compatible siteverify server for the whole session, not reset."""
+    from quiz_testkit.siteverify_stub import SiteverifyStub
+
+    with SiteverifyStub() as stub:
+        yield stub
+
+
+@pytest.fixture
+def siteverify(siteverify_server: SiteverifyStub) -> Iterator[SiteverifyStub]:
+    """The siteverify server, reset for each test (calls, spent tokens, status)."""
+    siteverify_server.reset()
+    yield siteverify_server
+    siteverify_server.reset()
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[Any]) -> None:

@@ -48,6 +48,12 @@ class ServiceProcess:
         self.stop()
         raise RuntimeError(f"{self.module} was not ready in {timeout_s:g} s:\n{self.log_tail()}")
 
+    @property
+    def pid(self) -> int:
+        """The process id (once started)."""
+        assert self._proc is not None, "not started"
+        return self._proc.pid
+
     def log_tail(self, chars: int = 4000) -> str:
         return self.log_path.read_text(errors="replace")[-chars:] if self.log_path.exists() else ""
 

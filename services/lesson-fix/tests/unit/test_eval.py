@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+import jsonschema
 import pytest
 
 from quiz_lesson_fix.domain.aifix import AI_FIX_CODES
+from quiz_lesson_fix.domain.fix import FIX_SCHEMA
 from quiz_lesson_fix.eval.cases import load_cases
 from quiz_lesson_fix.eval.scoring import CaseResult, run_case, score
 
@@ -86,3 +88,11 @@ async def test_a_case_runs_through_the_fix(
     result = await run_case(case, Scripted(*replies))
     assert result.passed_at == passed_at
     assert result.attempts == len(replies)
+
+
+@pytest.mark.parametrize("case", load_cases(), ids=lambda c: c.name)
+async def test_every_reference_fix_passes_at_the_first_try(case: Any) -> None:
+    reply = case.reference_reply()
+    jsonschema.validate(reply, FIX_SCHEMA)
+    result = await run_case(case, Scripted(reply))
+    assert (result.passed_at, result.problems) == (1, [])

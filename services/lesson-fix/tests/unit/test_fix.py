@@ -11,6 +11,8 @@ from typing import Any
 
 import jsonschema
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from quiz_contracts.errors import ContractError, ErrorCode, http_status
 from quiz_contracts.lesson import MAX_FIX_DOC_CHARS, FixProposal, FixRequest, Lesson
@@ -109,6 +111,20 @@ def test_the_size_limit_is_300000_characters_of_json() -> None:
     assert refused.value.code == ErrorCode.lesson_too_large
     assert http_status(refused.value.code) == 413
     assert lesson_json_chars({"title": "😀"}) == len('{"title":""}') + 2  # UTF-16, as the tool
+
+
+_TEXT = st.text(st.characters(exclude_categories=["Cs"]))  # JSON never carries a lone surrogate
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | _TEXT,
+    lambda inner: st.lists(inner) | st.dictionaries(_TEXT, inner),
+    max_leaves=20,
+)
+
+
+@given(_JSON)
+def test_the_size_is_the_length_of_compact_json_in_utf16_units(value: Any) -> None:
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    assert lesson_json_chars(value) == len(text.encode("utf-16-le")) // 2
 
 
 def test_the_finding_is_found_again_by_key() -> None:

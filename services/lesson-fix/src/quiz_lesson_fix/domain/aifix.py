@@ -330,7 +330,7 @@ def check_fix(
     except PatchError as exc:
         return FixCheck(False, None, [], [], [str(exc)])
     prior = before if before is not None else validate_lesson(doc)
-    after = validate_lesson(fixed)
+    after = validate_lesson(fixed, reuse=prior)
     new_errors = _not_rekeyed(new_findings(prior.errors, after.errors), prior.errors)
     new_warnings = _not_rekeyed(new_findings(prior.warnings, after.warnings), prior.warnings)
     resolved = after.find(finding.key) is None

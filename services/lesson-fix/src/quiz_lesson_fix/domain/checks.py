@@ -20,8 +20,9 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, Literal
 
 from quiz_contracts.lesson import Finding, FindingLevel
@@ -317,12 +318,31 @@ CHECK_CODES: dict[str, CheckCode] = {
 }
 
 
+@dataclass(frozen=True, slots=True)
+class _SectionRun:
+    """What the checks made of one section, reusable while the section is the same object.
+
+    `raw` is the section as read; `first` the findings of its own checks run before the
+    lesson-wide ones (questions, leaks, shape, spelling), `vakt` and `formatting` those run after,
+    `answers` its contribution to the lesson-wide answer pool.
+    """
+
+    raw: Any
+    ctx: _Section
+    first: list[Finding]
+    answers: list[_Answer]
+    vakt: list[Finding]
+    formatting: list[Finding]
+
+
 @dataclass(frozen=True)
 class CheckResult:
     """`validateLesson`'s result: errors and warnings, each in check order."""
 
     errors: list[Finding]
     warnings: list[Finding]
+    # Per section, in order: what `validate_lesson(..., reuse=this)` may take over.
+    sections: tuple[_SectionRun, ...] = field(default=(), repr=False, compare=False)
 
     @property
     def findings(self) -> list[Finding]:
@@ -621,12 +641,20 @@ def next_list_item(sentence: Sentence, at: int) -> str | None:
 
 
 class _Checker:
-    def __init__(self, doc: Mapping[str, Any]) -> None:
+    def __init__(self, doc: Mapping[str, Any], reuse: CheckResult | None = None) -> None:
         sections = doc.get("sections") if isinstance(doc, dict) else None
         self.doc = doc
         self.raw_sections: list[Any] = sections if isinstance(sections, list) else []
+        # A section that is the very object an earlier run read, at the same place, is not read
+        # again: its context and its own findings are taken over (checkFix's "after").
+        runs = reuse.sections if reuse is not None else ()
+        self.reused: list[_SectionRun | None] = [
+            runs[i] if i < len(runs) and runs[i].raw is raw and isinstance(raw, dict) else None
+            for i, raw in enumerate(self.raw_sections)
+        ]
         self.sections = [
-            _Section(i, s if isinstance(s, dict) else {}) for i, s in enumerate(self.raw_sections)
+            run.ctx if run is not None else _Section(i, raw if isinstance(raw, dict) else {})
+            for i, (raw, run) in enumerate(zip(self.raw_sections, self.reused, strict=True))
         ]
         self.findings: list[Finding] = []
         self.all_answers: list[_Answer] = []
@@ -664,19 +692,44 @@ class _Checker:
     def warn(self, code: str, key: str, section: int | None, message: str, **kw: Any) -> None:
         self.report("warning", code, key, section, message, **kw)
 
+    def _own(self, i: int, phase: str, check: Callable[[], None]) -> list[Finding]:
+        """One section's findings of one phase: taken over from a reused run, or checked."""
+        run = self.reused[i]
+        if run is not None:
+            found: list[Finding] = getattr(run, phase)
+            self.findings.extend(found)
+            return found
+        start = len(self.findings)
+        check()
+        return self.findings[start:]
+
+    def _first_checks(self, ctx: _Section) -> None:
+        self.check_questions(ctx)
+        self.check_leaks(ctx)
+        self.check_shape(ctx)
+        self.check_spelling(ctx)
+
     def run(self) -> CheckResult:
-        for ctx in self.sections:
-            self.check_questions(ctx)
-            self.check_leaks(ctx)
-            self.check_shape(ctx)
-            self.check_spelling(ctx)
+        first: list[list[Finding]] = []
+        answers: list[list[_Answer]] = []
+        for i, ctx in enumerate(self.sections):
+            pooled = len(self.all_answers)
+            reused = self.reused[i]
+            if reused is not None:
+                self.all_answers.extend(reused.answers)
+            first.append(self._own(i, "first", partial(self._first_checks, ctx)))
+            answers.append(self.all_answers[pooled:])
         self.check_spelling_duplicates_and_collisions()
         self.check_answer_reuse()
         self.check_number_duplicates()
-        for ctx in self.sections:
-            self.check_vakt(ctx)
-        for ctx in self.sections:
-            self.check_formatting(ctx)
+        vakt = [
+            self._own(i, "vakt", partial(self.check_vakt, ctx))
+            for i, ctx in enumerate(self.sections)
+        ]
+        formatting = [
+            self._own(i, "formatting", partial(self.check_formatting, ctx))
+            for i, ctx in enumerate(self.sections)
+        ]
         self.check_citations()
         if len(self.raw_sections) != SECTION_COUNT:
             count = len(self.raw_sections)
@@ -692,6 +745,10 @@ class _Checker:
         return CheckResult(
             [f for f in self.findings if f.level == "error"],
             [f for f in self.findings if f.level == "warning"],
+            tuple(
+                _SectionRun(raw, ctx, first[i], answers[i], vakt[i], formatting[i])
+                for i, (raw, ctx) in enumerate(zip(self.raw_sections, self.sections, strict=True))
+            ),
         )
 
     # -- per question --------------------------------------------------------------------------
@@ -1428,9 +1485,16 @@ class _Checker:
                     )
 
 
-def validate_lesson(doc: Mapping[str, Any]) -> CheckResult:
-    """Every check on a lesson: `{errors, warnings}` as the tool's validateLesson gives them."""
-    return _Checker(doc).run()
+def validate_lesson(doc: Mapping[str, Any], *, reuse: CheckResult | None = None) -> CheckResult:
+    """Every check on a lesson: `{errors, warnings}` as the tool's validateLesson gives them.
+
+    `reuse` is the result of an earlier run on a lesson this one was derived from without
+    changing anything in place (as `apply_fix_operations` derives a fix): a section that is the
+    very same object at the same place keeps that run's reading and its own findings, and only
+    changed sections and the lesson-wide checks run again. The result is the same as without
+    `reuse`; checkFix's "after" of a one-section fix costs a fraction of a full pass.
+    """
+    return _Checker(doc, reuse).run()
 
 
 def new_findings(before: list[Finding], after: list[Finding]) -> list[Finding]:

@@ -1,1 +1,1 @@
-"""Seeded-defect lessons and the scoring of `quiz-eval lesson-fix` (the harness comes later)."""
+"""`quiz-eval lesson-fix`: seeded-defect lessons, their scoring, and the command (`cli`)."""

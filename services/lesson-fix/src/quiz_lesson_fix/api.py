@@ -1,0 +1,73 @@
+"""HTTP routes of lesson-fix (seed 003): decode → call the service → encode.
+
+Grants: the routes take no lesson id (the editor sends the whole lesson), so they are guarded by
+the platform-wide `lessons` grant: `viewer` to run the checks, `contributor` (a lesson author)
+to ask for a fix, which spends model calls. Without it the routes answer 404.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Depends
+
+from quiz_contracts.lesson import MAX_FIX_BODY_BYTES, CheckReply, CheckRequest, FixReply, FixRequest
+from quiz_lesson_fix.service import LessonFixService
+from quiz_servicekit.app import ServiceRef
+from quiz_servicekit.auth import Access, require_grant
+
+LESSONS = "lessons"
+"""The grant's resource: `{"lessons": {"role": "viewer" | "contributor"}}` in the token."""
+
+_COMMON: dict[int | str, dict[str, Any]] = {
+    400: {"description": "invalid_request"},
+    401: {"description": "unauthorized"},
+    404: {"description": "not_found: no grant on lessons"},
+    413: {"description": "payload_too_large (body), lesson_too_large (over 300,000 characters)"},
+}
+
+
+def lessons_router(lesson_service: ServiceRef[LessonFixService]) -> APIRouter:
+    """The lesson routes; `lesson_service` is the service its lifespan builds."""
+    router = APIRouter(prefix="/app/api/lessons", tags=["lessons"])
+
+    @router.post(
+        "/check",
+        response_model=CheckReply,
+        max_body_size=MAX_FIX_BODY_BYTES,
+        responses=_COMMON,
+    )
+    async def check(
+        body: CheckRequest,
+        _: Access = Depends(require_grant(LESSONS, "viewer")),
+        service: LessonFixService = Depends(lesson_service),
+    ) -> CheckReply:
+        """The lesson checks: errors then warnings, each with the key a fix names."""
+        return await service.check(body.lesson_data)
+
+    @router.post(
+        "/fix",
+        response_model=FixReply,
+        max_body_size=MAX_FIX_BODY_BYTES,
+        responses={
+            **_COMMON,
+            400: {"description": "invalid_request, no_ai_fix"},
+            403: {"description": "verification_failed"},
+            404: {"description": "not_found: no contributor grant on lessons"},
+            409: {"description": "finding_gone, llm_not_configured"},
+            422: {"description": "fix_failed: no try passed checkFix"},
+            429: {"description": "rate_limited, llm_budget_exhausted"},
+            502: {"description": "verification_unavailable, llm_failed"},
+        },
+    )
+    async def fix(
+        body: FixRequest,
+        access: Access = Depends(require_grant(LESSONS, "contributor")),
+        service: LessonFixService = Depends(lesson_service),
+    ) -> FixReply:
+        """Fix with AI: one finding, by key; `replace_block` operations that passed checkFix."""
+        return await service.fix(
+            access.identity.sub, body.lesson_data, body.findingKey, token=body.token
+        )
+
+    return router

@@ -1,0 +1,198 @@
+"""`quiz-eval lesson-fix`: the pass rate of Fix with AI over the seeded-defect lessons.
+
+Each seeded lesson (`quiz_lesson_fix.eval.cases`) is fixed as the service fixes it: one full
+check, the planted finding found by key, up to two model tries judged by checkFix. The model is
+reached through the llm-gateway on NATS (`llm.v1.complete`, purpose `lesson_fix`): the same call
+the service makes, so the score is the service's, on whatever provider the gateway is configured
+with (`ANTHROPIC_API_KEY`, and `ANTHROPIC_BASE_URL` for a compatible endpoint), under its model
+choice for `lesson_fix`, its daily cap and its ledger.
+
+    make run                                   # with ANTHROPIC_API_KEY set
+    quiz-eval lesson-fix                       # or: python -m quiz_lesson_fix.eval.cli
+    quiz-eval lesson-fix --case fr_not_a_list --json --fail-under 0.8
+
+Prints one line per lesson and the pass rates after attempt 1 and after attempt 2. Exit status:
+0, or 1 under `--fail-under` (rate after attempt 2), or 2 when no model could be called.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+from collections.abc import Sequence
+from dataclasses import asdict
+from typing import Any
+
+import nats
+
+from quiz_contracts.errors import ContractError, ErrorCode
+from quiz_contracts.llm import Purpose
+from quiz_lesson_fix.domain.fix import Complete, Messages
+from quiz_lesson_fix.eval.cases import EvalCase, load_cases
+from quiz_lesson_fix.eval.scoring import CaseResult, EvalScore, run_case, score
+from quiz_lesson_fix.model_call import gateway_complete
+from quiz_servicekit.llm import LlmClient
+
+# The gateway limits calls per person and purpose; the evaluation waits its turn this many times.
+RATE_LIMIT_RETRIES = 5
+
+
+def patient(complete: Complete, retries: int = RATE_LIMIT_RETRIES) -> Complete:
+    """`complete` that waits out the gateway's `rate_limited` (its retry_after) and asks again."""
+
+    async def call(system: str, messages: Messages, schema: dict[str, Any]) -> Any:
+        for _ in range(retries):
+            try:
+                return await complete(system, messages, schema)
+            except ContractError as e:
+                if e.code is not ErrorCode.rate_limited:
+                    raise
+                await asyncio.sleep(min(max(e.retry_after_s or 1.0, 0.1), 60.0))
+        return await complete(system, messages, schema)
+
+    return call
+
+
+async def _quiet(_: Exception) -> None:
+    """nats-py reports each failed connection attempt; the command reports the outcome once."""
+
+
+async def evaluate(
+    cases: Sequence[EvalCase],
+    nats_url: str,
+    *,
+    user: str,
+    deadline_s: float,
+    max_output_tokens: int,
+    concurrency: int,
+) -> list[CaseResult]:
+    """Every case through the gateway at `nats_url`, `concurrency` at a time, in case order."""
+    nc = await nats.connect(
+        nats_url,
+        name="quiz-eval-lesson-fix",
+        connect_timeout=5,
+        # A command: fail fast when the bus is not there (nats-py would try for two minutes).
+        max_reconnect_attempts=2,
+        reconnect_time_wait=0.5,
+        error_cb=_quiet,
+    )
+    try:
+        llm = LlmClient(nc)
+        availability = await llm.availability(Purpose.lesson_fix)
+        if not availability.available:
+            reason = availability.reason.value if availability.reason else "unavailable"
+            raise ContractError(
+                availability.reason or ErrorCode.llm_failed,
+                f"no model can be called for lesson_fix ({reason})",
+            )
+        complete = patient(
+            gateway_complete(llm, user, deadline_s=deadline_s, max_output_tokens=max_output_tokens)
+        )
+        slots = asyncio.Semaphore(concurrency)
+
+        async def one(case: EvalCase) -> CaseResult:
+            async with slots:
+                return await run_case(case, complete)
+
+        return list(await asyncio.gather(*(one(c) for c in cases)))
+    finally:
+        await nc.drain()
+
+
+def _line(result: CaseResult) -> str:
+    if result.error is not None:
+        outcome = f"error: {result.error}"
+    elif result.passed_at is None:
+        outcome = "failed: " + "; ".join(result.problems)[:160]
+    else:
+        outcome = f"passed at try {result.passed_at}"
+    return f"{result.name:<26} {result.language:<3} {result.defect:<26} {outcome}"
+
+
+def report(results: list[CaseResult], total: EvalScore) -> str:
+    """The human-readable report: one line per lesson, then the two pass rates."""
+    lines = [_line(r) for r in results]
+    lines += [
+        "",
+        f"pass rate after attempt 1: {total.passed_first}/{total.cases} ({total.rate_first:.0%})",
+        f"pass rate after attempt 2: {total.passed_second}/{total.cases} ({total.rate_second:.0%})",
+    ]
+    if total.errors:
+        lines.append(f"not measured (model call failed): {', '.join(total.errors)}")
+    return "\n".join(lines)
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="quiz-eval lesson-fix",
+        description="Pass rate of Fix with AI over the seeded-defect lessons, after attempt 1 "
+        "and after attempt 2, through the llm-gateway.",
+    )
+    p.add_argument(
+        "--nats-url",
+        default=os.environ.get("NATS_URL", "nats://127.0.0.1:4222"),
+        help="the bus of a running llm-gateway (default: $NATS_URL or nats://127.0.0.1:4222)",
+    )
+    p.add_argument("--user", default="quiz-eval", help="the person the calls are made for")
+    p.add_argument("--case", action="append", help="only this seeded lesson (repeatable)")
+    p.add_argument("--concurrency", type=int, default=4, help="lessons fixed at once")
+    p.add_argument("--deadline-s", type=float, default=90.0, help="each model try's deadline")
+    p.add_argument("--max-output-tokens", type=int, default=4000)
+    p.add_argument("--json", action="store_true", help="print the results as one JSON object")
+    p.add_argument(
+        "--fail-under", type=float, default=None, help="exit 1 when the rate after 2 is below"
+    )
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the evaluation; the dispatcher passes the arguments after `lesson-fix`."""
+    args = parser().parse_args(argv)
+    cases = load_cases()
+    if args.case:
+        unknown = set(args.case) - {c.name for c in cases}
+        if unknown:
+            print(f"unknown case(s): {', '.join(sorted(unknown))}", file=sys.stderr)
+            return 2
+        cases = [c for c in cases if c.name in args.case]
+    try:
+        results = asyncio.run(
+            evaluate(
+                cases,
+                args.nats_url,
+                user=args.user,
+                deadline_s=args.deadline_s,
+                max_output_tokens=args.max_output_tokens,
+                concurrency=max(1, args.concurrency),
+            )
+        )
+    except (ContractError, OSError, nats.errors.Error) as e:
+        print(f"quiz-eval lesson-fix: {e}", file=sys.stderr)
+        return 2
+    total = score(results)
+    if args.json:
+        body = {
+            "cases": total.cases,
+            "passed_first": total.passed_first,
+            "passed_second": total.passed_second,
+            "rate_first": total.rate_first,
+            "rate_second": total.rate_second,
+            "failed": total.failed,
+            "errors": total.errors,
+            "results": [asdict(r) for r in results],
+        }
+        print(json.dumps(body, ensure_ascii=False, indent=1))
+    else:
+        print(report(results, total))
+    if total.errors and len(total.errors) == total.cases:
+        return 2
+    if args.fail_under is not None and total.rate_second < args.fail_under:
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
