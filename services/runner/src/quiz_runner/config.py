@@ -12,7 +12,7 @@ from pydantic_settings import SettingsConfigDict
 from quiz_servicekit.settings import ServiceSettings
 
 
-class RunnerSettings(ServiceSettings):
+class Settings(ServiceSettings):
     """How the runner sandboxes programs and how many it runs at once."""
 
     model_config = SettingsConfigDict(env_prefix="RUNNER_", extra="ignore", populate_by_name=True)

@@ -12,7 +12,7 @@ from fastapi import FastAPI
 from quiz_contracts.runner import MAX_REPLY_BYTES, MESSAGE_HEADROOM
 from quiz_contracts.subjects import NATS_MAX_PAYLOAD
 from quiz_runner.api import slots_router
-from quiz_runner.config import RunnerSettings
+from quiz_runner.config import Settings
 from quiz_runner.handlers import endpoints
 from quiz_runner.languages import Toolchain
 from quiz_runner.metrics import RunnerMetrics
@@ -36,7 +36,7 @@ ROOTLESS_WEAKER = (
 )
 
 
-def build_sandbox(settings: RunnerSettings) -> Sandbox:
+def build_sandbox(settings: Settings) -> Sandbox:
     """The configured backend, with its init built (and, for docker, its image imported)."""
     state = settings.state_path()
     try:
@@ -55,9 +55,9 @@ def build_sandbox(settings: RunnerSettings) -> Sandbox:
     return BwrapSandbox(init, settings.bwrap_path)
 
 
-def create_app(settings: RunnerSettings | None = None) -> FastAPI:
+def create_app(settings: Settings | None = None) -> FastAPI:
     """The runner app: the sandbox is built and the micro service registered in its lifespan."""
-    settings = settings or RunnerSettings()
+    settings = settings or Settings()
     service = ServiceRef[RunnerService]("runner")
     # Held for the process's life: dropping the claim would close its lock files.
     claims: list[UidClaim] = []
@@ -140,7 +140,7 @@ def create_app(settings: RunnerSettings | None = None) -> FastAPI:
 
 def run() -> None:
     """Console entry point: `quiz-runner`."""
-    run_service(create_app, RunnerSettings())
+    run_service(create_app, Settings())
 
 
 if __name__ == "__main__":

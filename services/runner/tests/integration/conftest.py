@@ -58,7 +58,7 @@ def test_uids() -> Iterator[UidClaim]:
 
 @pytest.fixture(scope="session")
 def test_uid_range() -> dict[str, int]:
-    """RunnerSettings fields that make a runner started by a test claim from the tests' range."""
+    """Settings fields that make a runner started by a test claim from the tests' range."""
     return {"uid_base": TEST_UID_FIRST, "uid_range": TEST_UID_RANGE}
 
 

@@ -26,7 +26,7 @@ from quiz_contracts.runner import (
     RunRequest,
 )
 from quiz_contracts.subjects import NATS_MAX_PAYLOAD
-from quiz_runner.config import RunnerSettings
+from quiz_runner.config import Settings
 from quiz_runner.main import create_app
 from quiz_runner.uids import claim_uids
 from quiz_servicekit.natsio import request
@@ -49,7 +49,7 @@ def py_request(source: str, *cases: RunCase) -> RunRequest:
 async def runner_url(
     nats_url: str, state_dir: Path, signing_keys: SigningKeys, test_uid_range: dict[str, int]
 ) -> AsyncIterator[str]:
-    settings = RunnerSettings(
+    settings = Settings(
         nats_url=nats_url,
         jwks_file=str(signing_keys.jwks_path),
         state_dir=str(state_dir / "service"),
