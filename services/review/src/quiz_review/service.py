@@ -22,9 +22,8 @@ from decimal import Decimal
 
 from nats.aio.client import Client as NATS
 
-from quiz_contracts import subjects
 from quiz_contracts.errors import ContractError, ErrorBody, ErrorCode
-from quiz_contracts.llm import CompleteRequest, Purpose, UsageReply, UsageRequest
+from quiz_contracts.llm import CompleteRequest, Purpose, UsageReply
 from quiz_contracts.review import (
     QuestionDeleted,
     QuestionRetired,
@@ -63,7 +62,6 @@ from quiz_review.metrics import ReviewMetrics
 from quiz_review.repository import ReviewRepository, VersionRecord
 from quiz_servicekit.lease import KvLease
 from quiz_servicekit.llm import LlmClient
-from quiz_servicekit.natsio import request
 
 log = logging.getLogger(__name__)
 Clock = Callable[[], datetime]
@@ -430,11 +428,4 @@ class ReviewService:
 
     async def usage(self, call: CompleteRequest | None = None) -> UsageReply:
         """`llm.v1.usage` for today, with `call`'s worst case when given."""
-        return await request(
-            self._nc,
-            subjects.LLM_USAGE,
-            UsageRequest(estimate=call),
-            UsageReply,
-            timeout=self._llm.query_timeout_s,
-            unavailable_code=ErrorCode.llm_failed,
-        )
+        return await self._llm.usage(estimate=call)

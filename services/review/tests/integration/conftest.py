@@ -8,7 +8,7 @@ import asyncio
 import json
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -69,7 +69,9 @@ def _fresh_stub(stub: AnthropicStub) -> None:
     stub.reset()
 
 
+@contextmanager
 def open_bus(stub: AnthropicStub, directory: Path, **gateway_env: str) -> Iterator[Bus]:
+    """A nats-server of its own and a gateway on it (its env overridden by `gateway_env`)."""
     server = NatsServer(directory / "nats").start()
     try:
         with start_gateway(server.url, stub, directory / "gateway", **gateway_env) as gateway:
@@ -81,7 +83,8 @@ def open_bus(stub: AnthropicStub, directory: Path, **gateway_env: str) -> Iterat
 @pytest.fixture(scope="module")
 def bus(stub: AnthropicStub, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Bus]:
     """A bus and gateway for the module (cap 20 USD, the default per-person limits)."""
-    yield from open_bus(stub, tmp_path_factory.mktemp("bus"))
+    with open_bus(stub, tmp_path_factory.mktemp("bus")) as b:
+        yield b
 
 
 def review_settings(nats_url: str, keys: SigningKeys, database_url: str, **extra: Any) -> Settings:
