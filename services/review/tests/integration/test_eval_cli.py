@@ -105,6 +105,8 @@ def test_quiz_eval_review_prints_precision_recall_and_false_rate(
     assert all(
         set(question_sent(r.body)) == {"type", "config", "explanation"} for r in stub.requests
     )
+    noisy_result = next(r for r in figures["results"] if r["id"] == noisy.id)
+    assert [f["path"] for f in noisy_result["findings"]] == ["explanation"]
 
     # The plain-text report names the same figures.
     stub.script(*[reply for _ in questions])
