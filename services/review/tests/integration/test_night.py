@@ -260,3 +260,20 @@ async def test_two_replicas_one_runs_the_night(
         await opted_in_version(two, "pool-replicas", config=mcq("Later ?"))
         run = await two.service.run_night()
         assert run.outcome == "done" and run.reviewed == 1
+
+
+async def test_no_key_stops_the_night(
+    stub: AnthropicStub, signing_keys: SigningKeys, tmp_path: Path
+) -> None:
+    """A gateway without a provider key: llm_not_configured ends the run, nothing is stored."""
+    with open_bus(stub, tmp_path / "nokey", ANTHROPIC_API_KEY="") as own:
+        clock = Clock(zurich("2026-07-01T02:00"))
+        async with running_review(
+            own.url, signing_keys, f"sqlite:///{tmp_path / 'r.db'}", clock
+        ) as review:
+            first = await opted_in_version(review, "pool-nokey", config=mcq("A ?"))
+            await opted_in_version(review, "pool-nokey", config=mcq("B ?"))
+            run = await review.service.run_night()
+            assert run.outcome == "llm_not_configured" and run.reviewed == 0
+            assert await review.service.repo.review_of(first["versionId"]) is None
+            assert stub.requests == []

@@ -292,3 +292,24 @@ async def test_review_now_is_the_teachers_call_and_rate_limited(
     usage = await review.service.llm.usage(billed_to="prof-42")
     assert usage.billed_to_spend is not None
     assert usage.billed_to_spend[Purpose.review].calls == 10
+
+
+async def test_openapi_lists_the_routes_with_their_error_codes(review_sqlite: Review) -> None:
+    import httpx
+
+    async with httpx.AsyncClient() as http:
+        doc = (await http.get(f"{review_sqlite.url}/openapi.json")).json()
+    paths = doc["paths"]
+    fix = paths["/app/api/questions/{question_id}/review/fix"]["post"]["responses"]
+    assert "no_fix" in fix["400"]["description"] and "fix_stale" in fix["409"]["description"]
+    now = paths["/app/api/questions/{question_id}/review"]["post"]["responses"]
+    assert "rate_limited" in now["429"]["description"] and "llm_failed" in now["502"]["description"]
+    assert (
+        "not_found"
+        in paths["/app/api/pools/{pool_id}/reviews"]["get"]["responses"]["404"]["description"]
+    )
+    assert set(paths) >= {
+        "/app/api/pools/{pool_id}/review",
+        "/app/api/reviews/pills",
+        "/app/api/questions/{question_id}/review/ignore",
+    }
