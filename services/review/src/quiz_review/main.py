@@ -77,7 +77,6 @@ def create_app(settings: Settings | None = None, *, clock: Clock = utc_now) -> F
             ReviewService(
                 repo=ReviewRepository(rt.db),
                 llm=LlmClient(rt.nc),
-                nc=rt.nc,
                 publish=publish_completed,
                 settings=settings,
                 metrics=metrics,

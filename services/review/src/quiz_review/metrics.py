@@ -3,7 +3,8 @@
 - `reviews_total{trigger,outcome}`: model reviews by trigger (night, request, now) and outcome
   (clean, findings, failed, or the gateway's code that left no row)
 - `night_runs_total{outcome}`: hourly runs of the night by how they ended (outside_window,
-  lease_held, done, share_spent, no_estimate, llm_not_configured, llm_budget_exhausted)
+  lease_held, done, share_spent, no_estimate, gateway_unavailable, lease_lost, rate_limited,
+  llm_not_configured, llm_budget_exhausted)
 - `question_events_total{kind}`: question-store events applied (published, duplicate,
   version_deleted, retired, deleted)
 - `requests_total{outcome}`: review requests answered (reviewed, existing, or an error code)

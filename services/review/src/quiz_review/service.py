@@ -20,8 +20,6 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from decimal import Decimal
 
-from nats.aio.client import Client as NATS
-
 from quiz_contracts.errors import ContractError, ErrorBody, ErrorCode
 from quiz_contracts.llm import CompleteRequest, Purpose, UsageReply
 from quiz_contracts.review import (
@@ -100,7 +98,6 @@ class ReviewService:
         *,
         repo: ReviewRepository,
         llm: LlmClient,
-        nc: NATS,
         publish: Publish,
         settings: Settings,
         metrics: ReviewMetrics,
@@ -109,7 +106,6 @@ class ReviewService:
     ) -> None:
         self.repo = repo
         self._llm = llm
-        self._nc = nc
         self._publish = publish
         self._settings = settings
         self._metrics = metrics
@@ -379,7 +375,12 @@ class ReviewService:
             if version is None:
                 continue  # deleted since the query
             call = self._call(version, None, f"review-night:{version.version_id}:{day}")
-            budget = await self.night_budget(call)
+            try:
+                budget = await self.night_budget(call)
+            except ContractError as e:
+                # No answer from the gateway: no figures, no call (never spend blind).
+                log.warning("the night cannot ask the gateway for its budget: %s", e.message)
+                return NightRun("gateway_unavailable", reviewed, failed, len(candidates))
             if budget.next_usd is None:
                 return NightRun("no_estimate", reviewed, failed, len(candidates))
             if not share_allows(budget.spent_usd, budget.next_usd, budget.share_usd):
@@ -394,9 +395,9 @@ class ReviewService:
                     call=call,
                 )
             except ContractError as e:
-                if night_stops_on(e.code):
-                    return NightRun(e.code.value, reviewed, failed, len(candidates))
-                raise
+                # Raised only by what ends the night (night_stops_on), or rate_limited, which a
+                # call by no person should never meet: either way, no more calls this run.
+                return NightRun(e.code.value, reviewed, failed, len(candidates))
             if review.state is ReviewState.failed:
                 failed += 1
             else:
