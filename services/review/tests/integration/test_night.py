@@ -239,9 +239,10 @@ async def test_the_share_stops_before_crossing_and_allows_equality(
 
 
 async def test_two_replicas_one_runs_the_night(
-    bus: Bus, stub: AnthropicStub, signing_keys: SigningKeys, tmp_path: Path
+    bus: Bus, stub: AnthropicStub, signing_keys: SigningKeys, database_url: str
 ) -> None:
-    db = f"sqlite:///{tmp_path / 'shared.db'}"
+    """Two replicas on one database (SQLite, PostgreSQL), started together: one runs."""
+    db = database_url
     clock = Clock(zurich("2026-07-01T03:00"))
     async with (
         running_review(bus.url, signing_keys, db, clock) as one,
