@@ -72,8 +72,12 @@ def consumers(service: ServiceRef[ReviewService], settings: Settings) -> list[Co
 
     async def review(request: ReviewRequest, delivery: Delivery) -> None:
         # The outcome's id follows the request's stream position: a redelivery publishes once.
+        # Until its last delivery, a request for a version not yet in the read model waits
+        # (nak, redelivered after 1, 5, 30 s…): its version event may still be on its way.
         await service().handle_request(
-            request, f"review-completed:{delivery.stream}:{delivery.stream_seq}"
+            request,
+            f"review-completed:{delivery.stream}:{delivery.stream_seq}",
+            may_wait=not delivery.last_attempt,
         )
 
     def question_consumer(name: str, subject: str, model: Any, handler: Any) -> ConsumerSpec[Any]:

@@ -251,6 +251,11 @@ class ReviewRepository:
     # ---- versions and reviews ------------------------------------------------------------------
 
     @read_only
+    def is_gone(self, conn: Connection, key: str) -> bool:
+        """Whether the store deleted or retired `key` (`version:<id>`, `question:<id>`)."""
+        return conn.exec_driver_sql(self._sql["gone"], {"key": key}).first() is not None
+
+    @read_only
     def version(self, conn: Connection, version_id: str) -> VersionRecord | None:
         row = conn.exec_driver_sql(self._sql["version"], {"version_id": version_id}).first()
         return None if row is None else _version(row)

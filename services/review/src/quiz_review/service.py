@@ -139,12 +139,24 @@ class ReviewService:
 
     # ---- review requests --------------------------------------------------------------------
 
-    async def handle_request(self, req: ReviewRequest, completed_id: str) -> ReviewCompleted:
+    async def handle_request(
+        self, req: ReviewRequest, completed_id: str, *, may_wait: bool = False
+    ) -> ReviewCompleted:
         """Answer one request (at most one review per version) and publish its outcome.
 
         `completed_id` is the `Nats-Msg-Id` of the `review.v1.completed` event: derived from the
         request's delivery, so a redelivered request publishes its outcome once.
+        `may_wait`: a request naming a version the read model does not hold yet raises a
+        retryable ContractError instead of answering `not_published` — the version's event and
+        the request travel on different streams, and the request may come first.
         """
+        if may_wait and req.version_id is not None:
+            known = await self.repo.version(req.version_id)
+            if known is None and not await self.repo.is_gone(f"version:{req.version_id}"):
+                raise ContractError(
+                    ErrorCode.not_published,
+                    f"version {req.version_id} is not in the read model yet; retried",
+                )
         completed, outcome = await self._answer(req)
         self._metrics.requests.labels(outcome).inc()
         await self._publish(completed, completed_id)

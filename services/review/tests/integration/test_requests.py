@@ -285,3 +285,43 @@ async def test_killed_mid_review_is_redelivered_and_reviews_once(
     finally:
         proc.stop()
         await nc.drain()
+
+
+async def test_a_request_before_its_version_event_waits_for_it(
+    review_sqlite: Review, stub: AnthropicStub
+) -> None:
+    """The request and the version travel on two streams: the request may arrive first."""
+    review = review_sqlite
+    qid, vid, rid = (
+        f"q-{uuid.uuid4().hex[:8]}",
+        f"v-{uuid.uuid4().hex[:8]}",
+        f"early-{uuid.uuid4().hex[:6]}",
+    )
+    stub.script(StubReply.tool({"findings": []}))
+    await review.publish(
+        "review.v1.requests", {"questionId": qid, "versionId": vid, "requestId": rid}, rid
+    )
+    await asyncio.sleep(1.5)  # delivered at least once, nothing to review yet
+    assert await completed_events(review.nats_url, rid) == []
+    await review.publish(
+        "questions.v1.version.published",
+        {
+            "questionId": qid,
+            "poolId": "pool-early",
+            "versionId": vid,
+            "versionNumber": 1,
+            "type": "mcq",
+            "config": {"configVersion": 2, "prompt": "?", "choices": []},
+            "explanation": "",
+            "publishedAt": "2026-07-01T10:00:00Z",
+            "live": True,
+        },
+        f"vp:{vid}",
+    )
+
+    async def answered() -> bool:
+        return len(await completed_events(review.nats_url, rid)) == 1
+
+    await eventually(answered, "the early request answered", timeout_s=20)
+    (event,) = await completed_events(review.nats_url, rid)
+    assert event["review"]["state"] == "clean"
