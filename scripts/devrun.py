@@ -224,6 +224,7 @@ def main() -> int:
         notes = [
             "Mint a dev token:  make token SUB=teacher-1 GRANTS='question:42=contributor:mcq:7'",
             "          lessons: make token SUB=author-1 GRANTS='lessons=contributor'",
+            "   review (owner): make token SUB=owner-1 GRANTS='pool:7=owner'",
             "Without ANTHROPIC_API_KEY the gateway answers llm_not_configured.",
         ]
         if verification_off:

@@ -27,3 +27,20 @@ class Settings(ServiceSettings):
     )
     # Versions looked at per hourly run of the night.
     night_batch: int = Field(default=NIGHT_BATCH, ge=1, le=10_000)
+
+    # How often the night task wakes (it works only inside the Zurich window, ADR-060 §5).
+    night_interval_s: float = Field(default=3600.0, gt=0)
+    # Run the night once at start-up too (inside the window), not only an interval later.
+    night_at_start: bool = True
+    # The night's lease: a crashed holder's lease expires after this many seconds.
+    lease_ttl_s: float = Field(default=30.0, gt=1)
+    # Each review call's deadline (the gateway retries within it).
+    llm_deadline_s: float = Field(default=120.0, gt=0, le=600)
+    # review.v1.requests: redelivered after ack_wait without an ack (a crashed replica), at most
+    # max_deliver times; this many handled at once per replica.
+    request_ack_wait_s: float = Field(default=30.0, gt=0)
+    request_max_deliver: int = Field(default=5, ge=1)
+    request_concurrency: int = Field(default=4, ge=1, le=256)
+    # The question store owns the QUESTIONS stream; when it is missing (development, tests) the
+    # review declares it so its consumers can start. An existing stream is never changed.
+    declare_questions_stream: bool = True

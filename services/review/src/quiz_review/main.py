@@ -2,18 +2,37 @@
 
 from __future__ import annotations
 
-from fastapi import FastAPI
+import logging
 
+from fastapi import FastAPI
+from nats.js.errors import NotFoundError
+
+from quiz_contracts import subjects
+from quiz_contracts.review import ReviewCompleted
+from quiz_review import api, consumers
 from quiz_review.config import Settings
+from quiz_review.metrics import ReviewMetrics
 from quiz_review.models import MIGRATIONS
-from quiz_servicekit.app import ServiceRuntime, create_service_app, run_service
+from quiz_review.repository import ReviewRepository
+from quiz_review.service import Clock, ReviewService, utc_now
+from quiz_servicekit.app import ServiceRef, ServiceRuntime, create_service_app, run_service
+from quiz_servicekit.jetstream import ensure_stream, publish
+from quiz_servicekit.lease import KvLease, default_holder_id, lease_bucket
+from quiz_servicekit.llm import LlmClient
 
 NAME = "review"
 VERSION = "0.1.0"
+LEASE_BUCKET = "review_leases"
+NIGHT_LEASE_KEY = "night"
+
+log = logging.getLogger(__name__)
 
 
-def create_app(settings: Settings | None = None) -> FastAPI:
-    """The review app: NATS, database and micro registration happen in its lifespan."""
+def create_app(settings: Settings | None = None, *, clock: Clock = utc_now) -> FastAPI:
+    """The review app: NATS, database, streams, consumers and the night start in its lifespan.
+
+    `clock` (an aware datetime) is the service's time: tests place the night at chosen instants.
+    """
     settings = settings or Settings()
     runtime = ServiceRuntime(
         name=NAME,
@@ -22,7 +41,54 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         settings=settings,
         migrations=MIGRATIONS,
     )
-    return create_service_app(runtime)
+    metrics = ReviewMetrics(runtime.metrics)
+    service = ServiceRef[ReviewService]("review service")
+    runtime.add_stream(consumers.REQUESTS_STREAM)
+    runtime.add_stream(consumers.EVENTS_STREAM)
+    for spec in consumers.consumers(service, settings):
+        runtime.add_consumer(spec)
+    # The task llm.review: hourly, working only inside the Zurich window, under the lease.
+    runtime.add_periodic(
+        "llm.review",
+        settings.night_interval_s,
+        lambda: service().run_night(),
+        run_at_start=settings.night_at_start,
+    )
+
+    async def on_startup(rt: ServiceRuntime) -> None:
+        js = rt.js
+        if settings.declare_questions_stream:
+            try:
+                await js.stream_info(subjects.QUESTIONS_STREAM)
+            except NotFoundError:
+                await ensure_stream(js, consumers.QUESTIONS_STREAM)
+                log.info(
+                    "declared stream %s (the question store owns it)", subjects.QUESTIONS_STREAM
+                )
+        kv = await lease_bucket(js, LEASE_BUCKET, ttl_s=settings.lease_ttl_s)
+        lease = KvLease(
+            kv, NIGHT_LEASE_KEY, holder=default_holder_id(NAME), ttl_s=settings.lease_ttl_s
+        )
+
+        async def publish_completed(event: ReviewCompleted, msg_id: str) -> None:
+            await publish(js, subjects.REVIEW_COMPLETED, event, msg_id=msg_id)
+
+        service.set(
+            ReviewService(
+                repo=ReviewRepository(rt.db),
+                llm=LlmClient(rt.nc),
+                publish=publish_completed,
+                settings=settings,
+                metrics=metrics,
+                lease=lease,
+                clock=clock,
+            )
+        )
+
+    app = create_service_app(runtime, routers=[api.review_router(service)], on_startup=on_startup)
+    # Tests and the bench reach the service the lifespan built (e.g. to run the night now).
+    app.state.review = service
+    return app
 
 
 def run() -> None:

@@ -1,0 +1,156 @@
+"""HTTP routes of review (ADR-060 §6, HQ reviewRoutes.ts): decode → call the service → encode.
+
+Grants (JWT `grants`, the platform's resources): `pool:<id>` and `question:<id>`.
+- the pool's tab and the pills: any grant on the pool (a question grant reaches its own pill);
+- the switch: `owner` on the pool;
+- Review now, Ignore, Fix/Undo: `contributor` on the question, or on the question's pool.
+What the caller may not reach answers 404 (invariant 6), before any work.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Depends, Request
+
+from quiz_contracts.errors import ContractError, ErrorCode
+from quiz_contracts.review import (
+    QuestionReview,
+    ReviewFixRequest,
+    ReviewFixResult,
+    ReviewList,
+    ReviewPillsReply,
+    ReviewPillsRequest,
+    ReviewToggle,
+)
+from quiz_review.service import ReviewService
+from quiz_servicekit.app import ServiceRef
+from quiz_servicekit.auth import Access, Identity, current_identity, require_grant
+
+# A draft config is what the editor holds: the wand's bound (quiz_contracts.generate).
+MAX_FIX_BODY_BYTES = 1 << 20
+
+_COMMON: dict[int | str, dict[str, Any]] = {
+    400: {"description": "invalid_request"},
+    401: {"description": "unauthorized"},
+    404: {"description": "not_found: no grant that reaches it"},
+    413: {"description": "payload_too_large"},
+}
+_QUESTION: dict[int | str, dict[str, Any]] = {
+    **_COMMON,
+    400: {"description": "invalid_request, not_published, review_unsupported, no_review"},
+    404: {"description": "not_found: no contributor grant on the question or its pool"},
+}
+
+
+def _reaches(identity: Identity, resource: str, role: str) -> bool:
+    grant = identity.grants.get(resource)
+    return grant is not None and grant.reaches(role)
+
+
+def review_router(review_service: ServiceRef[ReviewService]) -> APIRouter:
+    """The review routes under /app/api; `review_service` is what the lifespan builds."""
+    router = APIRouter(prefix="/app/api", tags=["review"])
+
+    async def contributor(
+        request: Request, service: ReviewService = Depends(review_service)
+    ) -> Identity:
+        """The caller, when contributor on the question or on its pool; 404 otherwise."""
+        identity = current_identity(request)
+        question_id = request.path_params["question_id"]
+        if _reaches(identity, f"question:{question_id}", "contributor"):
+            return identity
+        pool = await service.question_pool(question_id)
+        if pool is not None and _reaches(identity, f"pool:{pool}", "contributor"):
+            return identity
+        raise ContractError(ErrorCode.not_found, "question not found")
+
+    @router.get("/pools/{pool_id}/reviews", response_model=ReviewList, responses=_COMMON)
+    async def pool_reviews(
+        pool_id: str,
+        _: Access = Depends(require_grant("pool:{pool_id}", "viewer")),
+        service: ReviewService = Depends(review_service),
+    ) -> ReviewList:
+        """The pool's "LLM review" tab: the latest versions' open findings, reviewed/pending."""
+        return await service.tab(pool_id)
+
+    @router.put("/pools/{pool_id}/review", response_model=ReviewList, responses=_COMMON)
+    async def pool_switch(
+        pool_id: str,
+        body: ReviewToggle,
+        access: Access = Depends(require_grant("pool:{pool_id}", "owner")),
+        service: ReviewService = Depends(review_service),
+    ) -> ReviewList:
+        """The owner turns the night's review of the pool on or off (off by default)."""
+        return await service.set_pool(pool_id, body.enabled, access.identity.sub)
+
+    @router.post("/reviews/pills", response_model=ReviewPillsReply, responses=_COMMON)
+    async def pills(
+        body: ReviewPillsRequest,
+        request: Request,
+        service: ReviewService = Depends(review_service),
+    ) -> ReviewPillsReply:
+        """Pills of a page of questions; a question out of reach or without a row has none."""
+        identity = current_identity(request)
+
+        def may_see(question_id: str, pool_id: str) -> bool:
+            return (
+                f"pool:{pool_id}" in identity.grants or f"question:{question_id}" in identity.grants
+            )
+
+        return ReviewPillsReply(pills=await service.pills(body.question_ids, may_see))
+
+    @router.post(
+        "/questions/{question_id}/review",
+        response_model=QuestionReview,
+        responses={
+            **_QUESTION,
+            409: {"description": "llm_not_configured"},
+            429: {"description": "rate_limited (per person per minute), llm_budget_exhausted"},
+            502: {"description": "llm_failed"},
+        },
+    )
+    async def review_now(
+        question_id: str,
+        identity: Identity = Depends(contributor),
+        service: ReviewService = Depends(review_service),
+    ) -> QuestionReview:
+        """ "Review now": the latest published version, purpose review, the teacher as user."""
+        return await service.review_now(question_id, identity.sub)
+
+    @router.post(
+        "/questions/{question_id}/review/ignore",
+        response_model=QuestionReview,
+        responses={**_QUESTION, 409: {"description": "fix_stale: the review changed meanwhile"}},
+    )
+    async def ignore(
+        question_id: str,
+        _: Identity = Depends(contributor),
+        service: ReviewService = Depends(review_service),
+    ) -> QuestionReview:
+        """Ignore the latest version's whole review: it leaves the tab, never reviewed again."""
+        return await service.ignore(question_id)
+
+    @router.post(
+        "/questions/{question_id}/review/fix",
+        response_model=ReviewFixResult,
+        max_body_size=MAX_FIX_BODY_BYTES,
+        responses={
+            **_QUESTION,
+            400: {
+                "description": "invalid_request, not_published, review_unsupported, no_review, "
+                "no_fix"
+            },
+            409: {"description": "fix_stale: the draft no longer takes the replacement"},
+        },
+    )
+    async def fix(
+        question_id: str,
+        body: ReviewFixRequest,
+        _: Identity = Depends(contributor),
+        service: ReviewService = Depends(review_service),
+    ) -> ReviewFixResult:
+        """Fix (or Undo, `undo: true`) one finding on the draft sent; answers the new draft."""
+        return await service.fix(question_id, body)
+
+    return router

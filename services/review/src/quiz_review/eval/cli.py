@@ -1,0 +1,231 @@
+"""`quiz-eval review`: precision and recall per severity of the review, and its false-finding rate.
+
+Each question of the labelled set (`questions.json`: planted flaws with their severity and path,
+and clean questions, in the platform's config shapes and several languages) is reviewed with the
+very call the service makes — `review_request(type, config, explanation)`: the system prompt,
+the question as data, purpose `review`, effort low, 4000 tokens out — through the llm-gateway
+on NATS (`llm.v1.complete`), so whatever provider and model the gateway is configured with is
+the one measured. The reply is read by the service's own rules (`findings_from_reply`), then
+scored (`scoring.score`).
+
+    make run                                   # with ANTHROPIC_API_KEY set
+    quiz-eval review                           # or: python -m quiz_review.eval.cli
+    quiz-eval review --question fr-mcq-wrong-key --json
+
+The calls are made for `--user` (the gateway's per-person limit of purpose review applies; the
+command waits out `rate_limited`). Exit status: 0; 1 under `--min-recall` / `--max-false-rate`;
+2 when no model could be called.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+import nats
+
+from quiz_contracts.errors import ContractError, ErrorCode
+from quiz_contracts.llm import Purpose
+from quiz_review.domain.prompt import review_request
+from quiz_review.eval.scoring import (
+    EvalQuestion,
+    EvalScore,
+    QuestionOutcome,
+    findings_from_reply,
+    load_questions,
+    match_question,
+    render,
+    score,
+)
+from quiz_servicekit.llm import LlmClient
+
+RATE_LIMIT_RETRIES = 8
+
+
+async def _quiet(_: Exception) -> None:
+    """nats-py reports each failed connection attempt; the command reports the outcome once."""
+
+
+async def review_one(
+    llm: LlmClient, question: EvalQuestion, *, user: str, deadline_s: float
+) -> QuestionOutcome | str:
+    """The question's outcome, or the error code when its call failed."""
+    call = review_request(
+        question.type, question.config, question.explanation, user=user, deadline_s=deadline_s
+    )
+    for attempt in range(RATE_LIMIT_RETRIES + 1):
+        try:
+            reply = await llm.complete(call)
+            return match_question(question, findings_from_reply(question, reply.output))
+        except ContractError as e:
+            if e.code is ErrorCode.rate_limited and attempt < RATE_LIMIT_RETRIES:
+                await asyncio.sleep(min(max(e.retry_after_s or 1.0, 0.1), 60.0))
+                continue
+            if e.code in (ErrorCode.llm_not_configured, ErrorCode.llm_budget_exhausted):
+                raise
+            return e.code.value
+    return ErrorCode.rate_limited.value
+
+
+async def evaluate(
+    questions: Sequence[EvalQuestion],
+    nats_url: str,
+    *,
+    user: str,
+    deadline_s: float,
+    concurrency: int,
+) -> tuple[list[QuestionOutcome], list[str]]:
+    """Every question through the gateway at `nats_url`; (outcomes, ids of failed questions)."""
+    nc = await nats.connect(
+        nats_url,
+        name="quiz-eval-review",
+        connect_timeout=5,
+        max_reconnect_attempts=2,
+        reconnect_time_wait=0.5,
+        error_cb=_quiet,
+    )
+    try:
+        llm = LlmClient(nc)
+        availability = await llm.availability(Purpose.review)
+        if not availability.available:
+            reason = availability.reason.value if availability.reason else "unavailable"
+            raise ContractError(
+                availability.reason or ErrorCode.llm_failed,
+                f"no model can be called for review ({reason})",
+            )
+        slots = asyncio.Semaphore(concurrency)
+
+        async def one(question: EvalQuestion) -> QuestionOutcome | str:
+            async with slots:
+                return await review_one(llm, question, user=user, deadline_s=deadline_s)
+
+        results = await asyncio.gather(*(one(q) for q in questions))
+    finally:
+        await nc.drain()
+    outcomes = [r for r in results if isinstance(r, QuestionOutcome)]
+    failed = [
+        f"{q.id} ({r})" for q, r in zip(questions, results, strict=True) if isinstance(r, str)
+    ]
+    return outcomes, failed
+
+
+def as_json(result: EvalScore, outcomes: Sequence[QuestionOutcome]) -> dict[str, Any]:
+    def ratio(value: float | None) -> float | None:
+        return None if value is None else round(value, 4)
+
+    return {
+        "questions": result.questions,
+        "per_severity": {
+            s.value: {
+                "labels": line.labels,
+                "findings": line.findings,
+                "matched": line.matched,
+                "precision": ratio(line.precision),
+                "recall": ratio(line.recall),
+            }
+            for s, line in result.per_severity.items()
+        },
+        "overall": {
+            "labels": result.overall.labels,
+            "findings": result.overall.findings,
+            "matched": result.overall.matched,
+            "precision": ratio(result.overall.precision),
+            "recall": ratio(result.overall.recall),
+        },
+        "located_recall": ratio(result.located_recall),
+        "clean_questions": result.clean_questions,
+        "clean_with_findings": result.clean_with_findings,
+        "findings_on_clean": result.findings_on_clean,
+        "false_finding_rate": ratio(result.false_finding_rate),
+        "failed": result.failed_questions,
+        "results": [
+            {
+                "id": o.question.id,
+                "language": o.question.language,
+                "type": o.question.type,
+                "labels": len(o.question.labels),
+                "findings": [f.model_dump(mode="json") for f in o.findings],
+                "matched": len(o.matched),
+            }
+            for o in outcomes
+        ],
+    }
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="quiz-eval review",
+        description="Precision and recall per severity of the LLM review over the labelled set, "
+        "and its false-finding rate on clean questions, through the llm-gateway.",
+    )
+    p.add_argument(
+        "--nats-url",
+        default=os.environ.get("NATS_URL", "nats://127.0.0.1:4222"),
+        help="the bus of a running llm-gateway (default: $NATS_URL or nats://127.0.0.1:4222)",
+    )
+    p.add_argument("--user", default="quiz-eval", help="the person the calls are made for")
+    p.add_argument("--question", action="append", help="only this question id (repeatable)")
+    p.add_argument("--language", action="append", help="only questions in this language")
+    p.add_argument("--concurrency", type=int, default=4, help="questions reviewed at once")
+    p.add_argument("--deadline-s", type=float, default=120.0, help="each call's deadline")
+    p.add_argument("--json", action="store_true", help="print the figures as one JSON object")
+    p.add_argument(
+        "--min-recall", type=float, default=None, help="exit 1 when overall recall is below"
+    )
+    p.add_argument(
+        "--max-false-rate",
+        type=float,
+        default=None,
+        help="exit 1 when the false-finding rate is above",
+    )
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the evaluation; the dispatcher passes the arguments after `review`."""
+    args = parser().parse_args(argv)
+    questions = load_questions()
+    if args.question:
+        unknown = set(args.question) - {q.id for q in questions}
+        if unknown:
+            print(f"unknown question(s): {', '.join(sorted(unknown))}", file=sys.stderr)
+            return 2
+        questions = [q for q in questions if q.id in args.question]
+    if args.language:
+        questions = [q for q in questions if q.language in args.language]
+    try:
+        outcomes, failed = asyncio.run(
+            evaluate(
+                questions,
+                args.nats_url,
+                user=args.user,
+                deadline_s=args.deadline_s,
+                concurrency=max(1, args.concurrency),
+            )
+        )
+    except (ContractError, OSError, nats.errors.Error) as e:
+        print(f"quiz-eval review: {e}", file=sys.stderr)
+        return 2
+    result = score(outcomes, failed)
+    if args.json:
+        print(json.dumps(as_json(result, outcomes), ensure_ascii=False, indent=1))
+    else:
+        print(render(result))
+    if not outcomes:
+        return 2
+    recall = result.overall.recall
+    if args.min_recall is not None and (recall is None or recall < args.min_recall):
+        return 1
+    rate = result.false_finding_rate
+    if args.max_false_rate is not None and rate is not None and rate > args.max_false_rate:
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
