@@ -120,6 +120,13 @@ class UsageRequest(WireModel):
 
     day: date | None = None
     billed_to: str | None = Field(default=None, description="Also report this payer's spend.")
+    estimate: CompleteRequest | None = Field(
+        default=None,
+        description=(
+            "Also report the worst case the gateway would hold for exactly this request "
+            "(ADR-060 §5: a caller's share uses the gateway's own formula, never a second one)."
+        ),
+    )
 
 
 class SpendLine(WireModel):
@@ -139,6 +146,13 @@ class PurposeSpend(WireModel):
     no_person: SpendLine = Field(default_factory=SpendLine)
 
 
+class PurposeHeld(WireModel):
+    """Open reservations (in-flight calls at their worst case) of a purpose, by person / none."""
+
+    person: Usd = Decimal(0)
+    no_person: Usd = Decimal(0)
+
+
 class UsageReply(WireModel):
     """`llm.v1.usage` reply: the day's cap, spend, open reservations and remaining budget."""
 
@@ -151,6 +165,20 @@ class UsageReply(WireModel):
     by_purpose: dict[Purpose, PurposeSpend]
     billed_to: str | None = None
     billed_to_spend: dict[Purpose, SpendLine] | None = None
+    held_by_purpose: dict[Purpose, PurposeHeld] = Field(
+        default_factory=dict,
+        description=(
+            "Open reservations of the day by purpose, split by whether a person (user) made the "
+            "call; their sum is reserved_usd (up to holds of an unknown purpose)."
+        ),
+    )
+    estimate_usd: Usd | None = Field(
+        default=None,
+        description=(
+            "The worst case the gateway would hold for the request's `estimate` (model of its "
+            "purpose, prices, max_output_tokens, prompt size); null without one."
+        ),
+    )
 
 
 __all__ = [
@@ -162,6 +190,7 @@ __all__ = [
     "LlmMessage",
     "OutputSchema",
     "Purpose",
+    "PurposeHeld",
     "PurposeSpend",
     "SpendLine",
     "Usage",

@@ -97,12 +97,21 @@ class LlmClient:
                 remaining_usd=Decimal(0),
             )
 
-    async def usage(self, day: date | None = None, billed_to: str | None = None) -> UsageReply:
-        """The day's spend (today, Europe/Zurich, by default); ContractError when unanswered."""
+    async def usage(
+        self,
+        day: date | None = None,
+        billed_to: str | None = None,
+        estimate: CompleteRequest | None = None,
+    ) -> UsageReply:
+        """The day's spend (today, Europe/Zurich, by default); ContractError when unanswered.
+
+        With `estimate`, the reply's `estimate_usd` is the worst case the gateway would hold
+        for exactly that request (ADR-060 §5).
+        """
         return await request(
             self._nc,
             subjects.LLM_USAGE,
-            UsageRequest(day=day, billed_to=billed_to),
+            UsageRequest(day=day, billed_to=billed_to, estimate=estimate),
             UsageReply,
             timeout=self.query_timeout_s,
         )

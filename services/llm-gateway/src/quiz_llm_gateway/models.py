@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import date, datetime
 from pathlib import Path
 
-from sqlalchemy import BigInteger, Column, Date, DateTime, Double, Index, Integer, String
+from sqlalchemy import BigInteger, Boolean, Column, Date, DateTime, Double, Index, Integer, String
 from sqlmodel import Field, SQLModel
 
 # The alembic scripts that create these tables (servicekit's run_env, in migrations/env.py).
@@ -27,7 +27,10 @@ class Reservation(SQLModel, table=True):
     """A provider request's worst-case cost, held until settled or expired."""
 
     __tablename__ = "reservations"
-    __table_args__ = (Index("ix_reservations_expires_at", "expires_at"),)
+    __table_args__ = (
+        Index("ix_reservations_expires_at", "expires_at"),
+        Index("ix_reservations_day_purpose", "day", "purpose"),
+    )
 
     id: str = Field(sa_column=Column(String(36), primary_key=True))
     call_id: str = Field(sa_column=Column(String(36), nullable=False))
@@ -36,6 +39,9 @@ class Reservation(SQLModel, table=True):
     amount_micros: int = Field(sa_column=Column(BigInteger, nullable=False))
     created_at: float = Field(sa_column=Column(Double, nullable=False))
     expires_at: float = Field(sa_column=Column(Double, nullable=False))
+    # Since 0002: what usage's held_by_purpose splits by (null on holds made before it).
+    purpose: str | None = Field(default=None, sa_column=Column(String(32), nullable=True))
+    has_person: bool | None = Field(default=None, sa_column=Column(Boolean, nullable=True))
 
 
 class LedgerEntry(SQLModel, table=True):

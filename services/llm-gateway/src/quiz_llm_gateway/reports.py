@@ -7,7 +7,14 @@ from datetime import UTC, date, datetime
 from decimal import Decimal
 
 from quiz_contracts.errors import ErrorCode
-from quiz_contracts.llm import AvailabilityReply, Purpose, PurposeSpend, SpendLine, UsageReply
+from quiz_contracts.llm import (
+    AvailabilityReply,
+    Purpose,
+    PurposeHeld,
+    PurposeSpend,
+    SpendLine,
+    UsageReply,
+)
 from quiz_llm_gateway.domain.circuit import CircuitBreaker, CircuitState
 from quiz_llm_gateway.domain.days import budget_day
 from quiz_llm_gateway.domain.pricing import (
@@ -18,7 +25,7 @@ from quiz_llm_gateway.domain.pricing import (
 )
 from quiz_llm_gateway.metrics import GatewayMetrics
 from quiz_llm_gateway.provider_calls import CIRCUIT_GAUGE
-from quiz_llm_gateway.repository import Repository, SpendRow
+from quiz_llm_gateway.repository import HeldRow, Repository, SpendRow
 
 
 class Reports:
@@ -92,6 +99,7 @@ class Reports:
         spent = totals.spent_micros if totals else 0
         reserved = totals.reserved_micros if totals else 0
         by_purpose = by_purpose_totals(await self.repo.spend(day))
+        held = by_purpose_held(await self.repo.held(day))
         payer_spend = None
         if billed_to is not None:
             payer_spend = {
@@ -107,6 +115,7 @@ class Reports:
             by_purpose=by_purpose,
             billed_to=billed_to,
             billed_to_spend=payer_spend,
+            held_by_purpose=held,
         )
 
     async def refresh_gauges(self) -> None:
@@ -143,3 +152,21 @@ def by_purpose_totals(rows: list[SpendRow]) -> dict[Purpose, PurposeSpend]:
             into.output_tokens += line.output_tokens
             into.cost_usd = Decimal(into.cost_usd) + Decimal(line.cost_usd)
     return result
+
+
+def by_purpose_held(rows: list[HeldRow]) -> dict[Purpose, PurposeHeld]:
+    """Fold open holds into per-purpose amounts, person and no-person.
+
+    Holds made before migration 0002 have no purpose and are left out (they expire within
+    minutes of the upgrade); reserved_usd still counts them.
+    """
+    micros = {p: [0, 0] for p in Purpose}
+    for row in rows:
+        if row.purpose is None or row.has_person is None:
+            continue
+        try:
+            slot = micros[Purpose(row.purpose)]
+        except ValueError:
+            continue
+        slot[0 if row.has_person else 1] += row.amount_micros
+    return {p: PurposeHeld(person=usd(a), no_person=usd(b)) for p, (a, b) in micros.items()}

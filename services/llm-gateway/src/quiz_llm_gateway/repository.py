@@ -38,8 +38,9 @@ HOT_SQL: dict[str, str] = {
     ),
     "hold": (
         "INSERT INTO reservations "
-        "(id, call_id, request_id, day, amount_micros, created_at, expires_at) "
-        "VALUES (:id, :call_id, :request_id, :day, :amount, :created_at, :expires_at)"
+        "(id, call_id, request_id, day, amount_micros, created_at, expires_at, purpose, "
+        "has_person) VALUES (:id, :call_id, :request_id, :day, :amount, :created_at, "
+        ":expires_at, :purpose, :has_person)"
     ),
     "unhold": "DELETE FROM reservations WHERE id = :id",
     "settle": (
@@ -116,6 +117,15 @@ class DayTotals:
 
 
 @dataclass(frozen=True, slots=True)
+class HeldRow:
+    """Open reservations of one (purpose, has person) slice of a day."""
+
+    purpose: str | None
+    has_person: bool | None
+    amount_micros: int
+
+
+@dataclass(frozen=True, slots=True)
 class SpendRow:
     """Ledger sums of one (purpose, has person) slice."""
 
@@ -168,6 +178,8 @@ class Repository:
         held: Held,
         call_id: str,
         request_id: str | None,
+        purpose: str,
+        has_person: bool,
         cap_micros: int,
         now: float,
         expires_at: float,
@@ -206,6 +218,8 @@ class Repository:
                 "amount": held.amount_micros,
                 "created_at": now,
                 "expires_at": expires_at,
+                "purpose": purpose,
+                "has_person": has_person,
             },
         )
         if rate is not None:
@@ -286,6 +300,20 @@ class Repository:
             select(func.count(), func.coalesce(func.sum(RESERVATIONS.c.amount_micros), 0))
         ).one()
         return int(row[0]), int(row[1])
+
+    @read_only
+    def held(self, conn: Connection, day: date) -> list[HeldRow]:
+        """The day's open reservations by purpose and by whether a person made the call."""
+        rows = conn.execute(
+            select(
+                RESERVATIONS.c.purpose,
+                RESERVATIONS.c.has_person,
+                func.coalesce(func.sum(RESERVATIONS.c.amount_micros), 0),
+            )
+            .where(RESERVATIONS.c.day == day)
+            .group_by(RESERVATIONS.c.purpose, RESERVATIONS.c.has_person)
+        ).all()
+        return [HeldRow(p, None if hp is None else bool(hp), int(amount)) for p, hp, amount in rows]
 
     @read_only
     def spend(self, conn: Connection, day: date, billed_to: str | None = None) -> list[SpendRow]:

@@ -38,6 +38,7 @@ from quiz_llm_gateway.domain.output import (
 )
 from quiz_llm_gateway.domain.pricing import (
     DEFAULT_PRICES,
+    ModelPrice,
     check_models_priced,
     estimate_input_tokens,
     micros,
@@ -145,20 +146,13 @@ class Gateway:
         if self.provider is None:
             await self._refuse(call, ErrorCode.llm_not_configured)
             raise ContractError(ErrorCode.llm_not_configured, "no LLM provider key is configured")
-        tools: list[dict[str, Any]] | None = None
         validator = None
         if req.output_schema is not None:
             try:
                 validator = cached_validator(req.output_schema.json_schema)
             except InvalidSchema as e:
                 raise ContractError(ErrorCode.invalid_request, str(e)) from e
-            tools = [
-                forced_tool(
-                    req.output_schema.name,
-                    req.output_schema.json_schema,
-                    req.output_schema.description,
-                )
-            ]
+        messages, tools = request_shape(req)
         if not self.circuit.admits(self.monotonic()):
             retry = self.circuit.retry_after(self.monotonic())
             await self._refuse(call, ErrorCode.llm_failed)
@@ -166,7 +160,6 @@ class Gateway:
                 ErrorCode.llm_failed, "the provider is failing (circuit open)", retry_after_s=retry
             )
         deadline = call.started + (req.deadline_s or self.settings.default_deadline_s)
-        messages: list[dict[str, Any]] = [m.model_dump() for m in req.messages]
 
         def read(content: list[dict[str, Any]]) -> Output:
             if tools is not None and validator is not None:
@@ -200,8 +193,8 @@ class Gateway:
         """One readable-or-not answer under its own hold: admit, call (with retries), settle."""
         assert self.provider is not None
         now = self.clock()
-        bound = estimate_input_tokens(call.request.system, messages, tools)
-        held = await self._admit(call, attempt, bound, deadline, now)
+        worst = attempt_worst_case(call.price, call.request, messages, tools)
+        held = await self._admit(call, attempt, worst, deadline, now)
         began = self.monotonic()
         try:
             reply, requests = await self.provider.call(call, messages, tools, deadline)
@@ -238,20 +231,18 @@ class Gateway:
         return reply, readable
 
     async def _admit(
-        self, call: CallRecord, attempt: int, input_bound: int, deadline: float, now: float
+        self, call: CallRecord, attempt: int, worst_micros: int, deadline: float, now: float
     ) -> Held:
-        """Hold the attempt's worst case (`input_bound` tokens in) under the cap, or refuse."""
+        """Hold the attempt's worst case (`worst_micros`) under the cap, or refuse."""
         req = call.request
-        held = Held(
-            str(uuid.uuid4()),
-            budget_day(datetime.fromtimestamp(now, UTC)),
-            worst_case_micros(call.price, input_bound, req.max_output_tokens),
-        )
+        held = Held(str(uuid.uuid4()), budget_day(datetime.fromtimestamp(now, UTC)), worst_micros)
         remaining = max(deadline - self.monotonic(), 0.0)
         admission = await self.repo.admit(
             held=held,
             call_id=call.call_id,
             request_id=req.request_id,
+            purpose=req.purpose.value,
+            has_person=req.user is not None,
             cap_micros=self.cap_micros,
             now=now,
             expires_at=now + remaining + self.settings.reservation_grace_s,
@@ -305,6 +296,45 @@ class Gateway:
         """Whether a call can be made now, and which model each purpose uses."""
         return await self.reports.availability(purpose)
 
-    async def usage(self, day: date | None = None, billed_to: str | None = None) -> UsageReply:
-        """The day's spend by purpose and by person / no person, the cap and what is left."""
-        return await self.reports.usage(day, billed_to)
+    def estimate_micros(self, req: CompleteRequest) -> int:
+        """The worst case admission would hold for `req`'s first attempt (ADR-060 §5).
+
+        The very function `_attempt` holds with: the purpose's model and price, the prompt's
+        byte bound (system, messages, the forced tool) and every allowed output token.
+        """
+        model = self.models[req.purpose.value]
+        messages, tools = request_shape(req)
+        return attempt_worst_case(self.prices[model], req, messages, tools)
+
+    async def usage(
+        self,
+        day: date | None = None,
+        billed_to: str | None = None,
+        estimate: CompleteRequest | None = None,
+    ) -> UsageReply:
+        """The day's spend by purpose and by person / no person, open holds, the cap, what is
+        left; with `estimate`, the worst case that request would hold (`estimate_usd`)."""
+        reply = await self.reports.usage(day, billed_to)
+        if estimate is not None:
+            reply.estimate_usd = usd(self.estimate_micros(estimate))
+        return reply
+
+
+def request_shape(req: CompleteRequest) -> tuple[list[dict[str, Any]], list[dict[str, Any]] | None]:
+    """The messages and the forced tool (structured output) of a request's first attempt."""
+    messages: list[dict[str, Any]] = [m.model_dump() for m in req.messages]
+    if req.output_schema is None:
+        return messages, None
+    schema = req.output_schema
+    return messages, [forced_tool(schema.name, schema.json_schema, schema.description)]
+
+
+def attempt_worst_case(
+    price: ModelPrice,
+    req: CompleteRequest,
+    messages: list[dict[str, Any]],
+    tools: list[dict[str, Any]] | None,
+) -> int:
+    """Micro-USD an attempt may cost at most: the input bound plus every output token allowed."""
+    bound = estimate_input_tokens(req.system, messages, tools)
+    return worst_case_micros(price, bound, req.max_output_tokens)

@@ -321,6 +321,48 @@ async def test_usage_splits_person_and_no_person(make_rig: Any) -> None:
     assert reply.billed_to_spend[Purpose.review].cost_usd == one_call
 
 
+async def test_usage_estimate_is_the_hold_admission_makes(make_rig: Any) -> None:
+    """ADR-060 §5: the night sizes its share with the gateway's own worst case, and sees the
+    open holds by purpose and person / no person."""
+    rig = make_rig()
+    night = request(user=None, system="You review.", max_output_tokens=700)
+    teacher = request(purpose="generate", max_output_tokens=300)
+    free_text = request(output_schema=None)
+    before = await rig.gateway.usage(estimate=night)
+    assert before.estimate_usd is not None and before.estimate_usd > 0
+    assert all(h.person == h.no_person == 0 for h in before.held_by_purpose.values())
+    assert (await rig.gateway.usage()).estimate_usd is None
+    # Free text has no tool to send: a smaller prompt, a smaller worst case.
+    text_estimate = (await rig.gateway.usage(estimate=free_text)).estimate_usd
+    assert text_estimate is not None and text_estimate < before.estimate_usd
+
+    rig.stub.script(
+        StubReply.slow(1.0, StubReply.tool({"findings": []})),
+        StubReply.slow(1.0, StubReply.tool({"findings": []})),
+    )
+    calls = [
+        asyncio.create_task(rig.gateway.complete(night)),
+        asyncio.create_task(rig.gateway.complete(teacher)),
+    ]
+    for _ in range(200):
+        if len(rig.stub.requests) == 2:
+            break
+        await asyncio.sleep(0.01)
+    during = await rig.gateway.usage(estimate=teacher)
+    held = during.held_by_purpose
+    assert held[Purpose.review].no_person == before.estimate_usd
+    assert held[Purpose.review].person == 0
+    assert held[Purpose.generate].person == during.estimate_usd
+    assert held[Purpose.generate].no_person == 0
+    assert during.reserved_usd == before.estimate_usd + during.estimate_usd
+    assert await rig.repo.ledger_rows() == []  # nothing settled yet
+    await asyncio.gather(*calls)
+    after = await rig.gateway.usage()
+    assert all(h.person == h.no_person == 0 for h in after.held_by_purpose.values())
+    rows = await rig.repo.ledger_rows(purpose="review")
+    assert Decimal(rows[0]["reserved_micros"]) / 1_000_000 == before.estimate_usd
+
+
 async def test_request_id_is_idempotent(make_rig: Any) -> None:
     rig = make_rig()
     first, second = await asyncio.gather(
@@ -359,6 +401,8 @@ async def test_an_expired_hold_is_released_once(make_rig: Any) -> None:
         held=held,
         call_id="c",
         request_id=None,
+        purpose="review",
+        has_person=False,
         cap_micros=rig.gateway.cap_micros,
         now=rig.clock.now,
         expires_at=rig.clock.now + 10,

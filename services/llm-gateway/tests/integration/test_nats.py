@@ -117,7 +117,12 @@ async def test_availability_and_usage_over_nats(
         CompleteReply,
         timeout=10,
     )
-    usage = await request(nc, subjects.LLM_USAGE, UsageRequest(), UsageReply, timeout=5)
+    night = complete_request(purpose="review", user=None)
+    usage = await request(
+        nc, subjects.LLM_USAGE, UsageRequest(estimate=night), UsageReply, timeout=5
+    )
+    assert usage.estimate_usd is not None and usage.estimate_usd > 0
+    assert usage.held_by_purpose[Purpose.review].no_person == 0
     review = usage.by_purpose[Purpose.review]
     assert review.no_person.calls == 1 and review.person.calls == 0
     assert usage.spent_usd == review.total.cost_usd > 0
