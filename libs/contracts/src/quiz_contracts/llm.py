@@ -93,6 +93,14 @@ class CompleteReply(WireModel):
     usage: Usage
     attempts: int = Field(description="Provider requests made (2 after one unreadable reply).")
     call_id: str
+    stop_reason: str | None = Field(
+        default=None,
+        description=(
+            "Why the model stopped (the provider's stop_reason: end_turn, tool_use, max_tokens, "
+            "refusal…). A free-text output with `max_tokens` was cut by max_output_tokens; a "
+            "structured output is never returned cut (llm_failed instead)."
+        ),
+    )
 
 
 class AvailabilityRequest(WireModel):

@@ -88,9 +88,15 @@ class StubReply:
         usage: Mapping[str, int] | None = None,
         *,
         name: str | None = None,
+        stop_reason: str = "tool_use",
     ) -> StubReply:
-        """A tool_use block with this input, named after the forced (else first) tool by default."""
-        return cls("tool", payload=dict(input), usage=usage, tool_name=name, stop_reason="tool_use")
+        """A tool_use block with this input, named after the forced (else first) tool by default.
+
+        `stop_reason="max_tokens"` simulates a tool call cut by the budget (its input partial).
+        """
+        return cls(
+            "tool", payload=dict(input), usage=usage, tool_name=name, stop_reason=stop_reason
+        )
 
     @classmethod
     def malformed_tool(
@@ -747,7 +753,7 @@ class AnthropicStub:
             "name": name,
             "input": reply.payload,
         }
-        return [block], "tool_use"
+        return [block], reply.stop_reason if reply.kind == "tool" else "tool_use"
 
 
 def main(argv: Sequence[str] | None = None) -> None:

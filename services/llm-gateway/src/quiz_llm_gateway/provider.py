@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -52,12 +53,99 @@ class ProviderError(Exception):
         return str(self.status) if self.status is not None else self.args[0].split(":")[0]
 
 
+# The longest `retry-after` believed: past it the header is junk or an outage, not advice.
+RETRY_AFTER_MAX_S = 60.0
+
+
+def parse_retry_after(value: str | None) -> float | None:
+    """Seconds from a `retry-after` header, clamped to [0, RETRY_AFTER_MAX_S].
+
+    `nan`, `inf`, a date or text are ignored (None: the gateway's own backoff applies); a
+    negative value means "now" (0); a huge one is cut to RETRY_AFTER_MAX_S.
+    """
+    if value is None:
+        return None
+    try:
+        seconds = float(value)
+    except (TypeError, ValueError):
+        return None
+    if not math.isfinite(seconds):
+        return None
+    return min(max(seconds, 0.0), RETRY_AFTER_MAX_S)
+
+
 def _retry_after(response: Any) -> float | None:
     try:
-        value = response.headers.get("retry-after")
-        return max(float(value), 0.0) if value is not None else None
-    except (AttributeError, TypeError, ValueError):
+        return parse_retry_after(response.headers.get("retry-after"))
+    except AttributeError:
         return None
+
+
+def sanitize_text(value: str) -> str:
+    """`value` with lone surrogates (`"\\ud800"` from a JSON escape) replaced by U+FFFD.
+
+    A lone surrogate cannot be encoded as UTF-8: left in, the reply cannot be serialised.
+    """
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    return value
+
+
+def sanitize(value: Any) -> Any:
+    """A JSON value with every string (keys too) passed through `sanitize_text`."""
+    if isinstance(value, str):
+        return sanitize_text(value)
+    if isinstance(value, dict):
+        return {sanitize_text(k): sanitize(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [sanitize(v) for v in value]
+    return value
+
+
+def read_message(message: Any) -> ProviderReply:
+    """The parts of an SDK answer the gateway uses; ProviderError when it is not a Message.
+
+    The SDK hands back whatever a 200 carried: a `str` for HTML, a Message built without
+    validation for `{}` or an error body (no usage, no content). Each is a provider failure.
+    """
+    usage = getattr(message, "usage", None)
+    content = getattr(message, "content", None)
+    if (
+        not isinstance(message, anthropic.types.Message)
+        or message.type != "message"
+        or not isinstance(content, list)
+        or usage is None
+        or not isinstance(getattr(usage, "input_tokens", None), int)
+        or not isinstance(getattr(usage, "output_tokens", None), int)
+    ):
+        kind = (
+            type(message).__name__
+            if not isinstance(message, anthropic.types.Message)
+            else (f"type={getattr(message, 'type', None)!r}, usage={'yes' if usage else 'missing'}")
+        )
+        raise ProviderError(
+            f"bad_response: not a Messages API reply ({kind})", retryable=True, outage=True
+        )
+    blocks = [
+        block.model_dump(mode="json") if hasattr(block, "model_dump") else block
+        for block in content
+    ]
+    if not all(isinstance(b, dict) for b in blocks):
+        raise ProviderError("bad_response: unreadable content blocks", retryable=True, outage=True)
+    input_tokens = (
+        usage.input_tokens
+        + (getattr(usage, "cache_creation_input_tokens", None) or 0)
+        + (getattr(usage, "cache_read_input_tokens", None) or 0)
+    )
+    return ProviderReply(
+        content=sanitize(blocks),
+        input_tokens=input_tokens,
+        output_tokens=usage.output_tokens,
+        stop_reason=message.stop_reason if isinstance(message.stop_reason, str) else None,
+        model=message.model if isinstance(message.model, str) else "",
+    )
 
 
 class AnthropicProvider:
@@ -132,27 +220,25 @@ class AnthropicProvider:
                 span.set_status(Status(StatusCode.ERROR, "connection"))
                 span.set_attribute("error.type", "connection")
                 raise ProviderError(f"connection: {e}"[:300], retryable=True, outage=True) from e
-            except anthropic.APIError as e:
-                # An answer the SDK could not read: the provider is up, the reply is unusable.
+            except Exception as e:
+                # An answer the SDK could not read (junk JSON, a body it cannot parse): the
+                # provider failed this request. Retried, and the circuit is told.
                 span.set_status(Status(StatusCode.ERROR, "bad_response"))
                 span.set_attribute("error.type", "bad_response")
-                raise ProviderError(f"bad_response: {e}"[:300], retryable=True) from e
-            usage = message.usage
-            span.set_attribute("gen_ai.response.model", message.model)
-            span.set_attribute("gen_ai.response.id", message.id)
-            span.set_attribute("gen_ai.usage.input_tokens", usage.input_tokens)
-            span.set_attribute("gen_ai.usage.output_tokens", usage.output_tokens)
-            if message.stop_reason:
-                span.set_attribute("gen_ai.response.finish_reasons", [message.stop_reason])
-            input_tokens = (
-                usage.input_tokens
-                + (usage.cache_creation_input_tokens or 0)
-                + (usage.cache_read_input_tokens or 0)
-            )
-            return ProviderReply(
-                content=[block.model_dump(mode="json") for block in message.content],
-                input_tokens=input_tokens,
-                output_tokens=usage.output_tokens,
-                stop_reason=message.stop_reason,
-                model=message.model,
-            )
+                raise ProviderError(
+                    f"bad_response: {type(e).__name__}: {e}"[:300], retryable=True, outage=True
+                ) from e
+            try:
+                reply = read_message(message)
+            except ProviderError:
+                span.set_status(Status(StatusCode.ERROR, "bad_response"))
+                span.set_attribute("error.type", "bad_response")
+                raise
+            if span.is_recording():
+                span.set_attribute("gen_ai.response.model", reply.model)
+                span.set_attribute("gen_ai.response.id", str(message.id))
+                span.set_attribute("gen_ai.usage.input_tokens", message.usage.input_tokens)
+                span.set_attribute("gen_ai.usage.output_tokens", reply.output_tokens)
+                if reply.stop_reason:
+                    span.set_attribute("gen_ai.response.finish_reasons", [reply.stop_reason])
+            return reply

@@ -134,6 +134,8 @@ class ProviderCalls:
     def _backoff(self, retry: int, retry_after_s: float | None) -> float:
         """The provider's retry-after when given, else capped exponential backoff, jittered."""
         if retry_after_s is not None:
+            # Already finite and within [0, RETRY_AFTER_MAX_S] (parse_retry_after); the wait
+            # itself is bounded further, and by the deadline at the caller.
             return min(retry_after_s, self.settings.backoff_max_s * 4)
         ceiling = min(self.settings.backoff_max_s, self.settings.backoff_base_s * 2 ** (retry - 1))
         return ceiling * (0.5 + random.random() / 2)

@@ -175,6 +175,7 @@ class Gateway:
                     usage=call.usage(),
                     attempts=attempt,
                     call_id=call.call_id,
+                    stop_reason=reply.stop_reason,
                 )
             self.metrics.parse_failures.labels(req.purpose.value).inc()
             log.info("call %s attempt %d unreadable: %s", call.call_id, attempt, output.problem)
@@ -210,11 +211,12 @@ class Gateway:
             )
             await self.ledger.settle(held, row)
             raise ContractError(ErrorCode.llm_failed, str(e), retry_after_s=e.retry_after_s) from e
+        # From here the provider was paid: every path settles before it answers or raises.
         cost = call.add(reply.input_tokens, reply.output_tokens)
-        readable = read(reply.content)
+        outcome, readable = self._judge(call, reply, tools is not None, read)
         row = call.ledger_row(
             attempt=attempt,
-            outcome="unreadable" if isinstance(readable, Unreadable) else "ok",
+            outcome=outcome,
             now=now,
             held=held,
             input_tokens=reply.input_tokens,
@@ -222,13 +224,44 @@ class Gateway:
             cost_micros=cost,
             requests=requests,
             latency_s=self.monotonic() - began,
+            error_code=None if outcome in ("ok", "unreadable") else ErrorCode.llm_failed.value,
         )
         await self.ledger.settle(held, row)
         purpose = call.request.purpose.value
         self.metrics.cost.labels(purpose, call.model).inc(float(usd(cost)))
         self.metrics.tokens.labels(purpose, call.model, "input").inc(reply.input_tokens)
         self.metrics.tokens.labels(purpose, call.model, "output").inc(reply.output_tokens)
+        if outcome == "cut":
+            budget = call.request.max_output_tokens
+            raise ContractError(
+                ErrorCode.llm_failed,
+                f"the structured reply was cut at max_output_tokens={budget}: the budget was "
+                "too small for this output; ask with a larger max_output_tokens",
+            )
+        if outcome == "error":
+            raise ContractError(ErrorCode.llm_failed, "the model's reply could not be read")
         return reply, readable
+
+    @staticmethod
+    def _judge(
+        call: CallRecord,
+        reply: ProviderReply,
+        structured: bool,
+        read: Callable[[list[dict[str, Any]]], Output],
+    ) -> tuple[str, Output]:
+        """The ledger outcome of a paid answer and its output; never raises.
+
+        `cut`: a structured reply stopped by max_tokens is never valid (a cut tool call's input
+        is partial or `{}`), and asking again with the same budget would be cut again.
+        """
+        if structured and reply.stop_reason == "max_tokens":
+            return "cut", Unreadable("cut at max_tokens")
+        try:
+            readable = read(reply.content)
+        except Exception:
+            log.exception("call %s: reply could not be read", call.call_id)
+            return "error", Unreadable("unreadable")
+        return ("unreadable" if isinstance(readable, Unreadable) else "ok"), readable
 
     async def _admit(
         self, call: CallRecord, attempt: int, worst_micros: int, deadline: float, now: float
