@@ -52,6 +52,7 @@ class LedgerEntry(SQLModel, table=True):
         Index("ix_llm_ledger_day_purpose", "day", "purpose"),
         Index("ix_llm_ledger_day_billed_to", "day", "billed_to"),
         Index("ix_llm_ledger_request_id", "request_id"),
+        Index("ux_llm_ledger_call_attempt", "call_id", "attempt", unique=True),
     )
 
     id: int | None = Field(

@@ -27,6 +27,9 @@ class ProviderReply:
     output_tokens: int
     stop_reason: str | None
     model: str
+    # Set when the answer was paid (usage read) but its content could not be: never retried
+    # as if unread, settled, then llm_failed.
+    problem: str | None = None
 
 
 class ProviderError(Exception):
@@ -128,19 +131,26 @@ def read_message(message: Any) -> ProviderReply:
         raise ProviderError(
             f"bad_response: not a Messages API reply ({kind})", retryable=True, outage=True
         )
-    blocks = [
-        block.model_dump(mode="json") if hasattr(block, "model_dump") else block
-        for block in content
-    ]
-    if not all(isinstance(b, dict) for b in blocks):
-        raise ProviderError("bad_response: unreadable content blocks", retryable=True, outage=True)
     input_tokens = (
         usage.input_tokens
         + (getattr(usage, "cache_creation_input_tokens", None) or 0)
         + (getattr(usage, "cache_read_input_tokens", None) or 0)
     )
+    problem = None
+    try:
+        blocks = sanitize(
+            [
+                block.model_dump(mode="json") if hasattr(block, "model_dump") else block
+                for block in content
+            ]
+        )
+        if not all(isinstance(b, dict) for b in blocks):
+            raise TypeError("a content block is not an object")
+    except Exception as e:  # e.g. nesting past the serialiser's depth: paid, but unreadable
+        blocks, problem = [], f"{type(e).__name__}: {e}"[:200]
     return ProviderReply(
-        content=sanitize(blocks),
+        problem=problem,
+        content=blocks,
         input_tokens=input_tokens,
         output_tokens=usage.output_tokens,
         stop_reason=message.stop_reason if isinstance(message.stop_reason, str) else None,

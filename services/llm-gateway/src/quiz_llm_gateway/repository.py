@@ -48,6 +48,9 @@ HOT_SQL: dict[str, str] = {
         "spent_micros = spent_micros + :cost WHERE day = :day"
     ),
     "ledger": _LEDGER_INSERT,
+    # A settle may be written twice (a replayed journal entry, a commit whose answer was
+    # lost): the second is a no-op, keyed by (call_id, attempt).
+    "ledger_once": _LEDGER_INSERT + " ON CONFLICT (call_id, attempt) DO NOTHING",
     "rate_lock": "SELECT pg_advisory_xact_lock(hashtextextended(:key, 0))",
     "rate_prune": "DELETE FROM rate_events WHERE key = :key AND at <= :before",
     "rate_times": "SELECT at FROM rate_events WHERE key = :key",
@@ -241,9 +244,12 @@ class Repository:
     def settle(self, conn: Connection, held: Held | None, row: LedgerRow) -> None:
         """Release the hold, add the real cost and write the ledger row: one transaction.
 
-        Without a hold (a refused call, cost 0) only the ledger row is written.
+        Without a hold (a refused call, cost 0) only the ledger row is written. Idempotent:
+        when the row of (call_id, attempt) is already there, nothing changes.
         """
         q = self._q
+        if conn.exec_driver_sql(q["ledger_once"], self._ledger_params(row)).rowcount != 1:
+            return
         released = 0
         if held is not None:
             gone = conn.exec_driver_sql(q["unhold"], {"id": held.id})
@@ -256,7 +262,6 @@ class Repository:
                 q["settle"],
                 {"released": released, "cost": row.cost_micros, "day": self.db.date_param(day)},
             )
-        conn.exec_driver_sql(q["ledger"], self._ledger_params(row))
 
     @transaction
     def release_expired(self, conn: Connection, now: float) -> int:

@@ -46,6 +46,7 @@ from quiz_llm_gateway.domain.pricing import (
     usd,
     worst_case_micros,
 )
+from quiz_llm_gateway.journal import SettleJournal
 from quiz_llm_gateway.ledger import Ledger
 from quiz_llm_gateway.metrics import GatewayMetrics
 from quiz_llm_gateway.provider import ProviderReply
@@ -90,7 +91,7 @@ class Gateway:
             if provider is not None
             else None
         )
-        self.ledger = Ledger(repo, sleep)
+        self.ledger = Ledger(repo, SettleJournal(settings.journal_dir()), settings.settle_timeout_s)
         self.reports = Reports(
             repo,
             metrics,
@@ -256,6 +257,9 @@ class Gateway:
         """
         if structured and reply.stop_reason == "max_tokens":
             return "cut", Unreadable("cut at max_tokens")
+        if reply.problem is not None:
+            log.warning("call %s: reply content unreadable: %s", call.call_id, reply.problem)
+            return "error", Unreadable("unreadable")
         try:
             readable = read(reply.content)
         except Exception:
@@ -312,8 +316,25 @@ class Gateway:
 
     # -- housekeeping and the read side --------------------------------------------------------
 
+    async def close(self) -> None:
+        """At stop: wait for settles in hand, a last sweep, release the journal's lock.
+
+        When the database is away the journal keeps its entries for the next start's replay.
+        """
+        await self.ledger.drain()
+        try:
+            await self.sweep()
+        except Exception:
+            log.warning("final sweep failed; the settle journal is replayed at the next start")
+        finally:
+            self.ledger.close()
+
     async def sweep(self) -> None:
-        """Retry unsettled writes, release expired holds, prune rate events, refresh gauges."""
+        """Replay journaled settles, release expired holds, prune rate events, refresh gauges.
+
+        Journaled settles go first: a hold whose settle is in the journal must not be released
+        as expired before its spend is counted (the replay counts both at once).
+        """
         await self.ledger.retry_unsettled()
         released = await self.repo.release_expired(self.clock())
         if released:

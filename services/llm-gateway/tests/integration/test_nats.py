@@ -52,9 +52,14 @@ def complete_request(**overrides: Any) -> CompleteRequest:
 
 @pytest.fixture
 async def gateway_url(
-    nats_url: str, database_url: str, anthropic_stub: AnthropicStub, signing_keys: SigningKeys
+    nats_url: str,
+    database_url: str,
+    anthropic_stub: AnthropicStub,
+    signing_keys: SigningKeys,
+    tmp_path: Any,
 ) -> AsyncIterator[str]:
     settings = Settings(
+        settle_journal_dir=str(tmp_path / "journal"),
         nats_url=nats_url,
         jwks_file=str(signing_keys.jwks_path),
         database_url=database_url,
@@ -173,6 +178,7 @@ async def test_without_a_key_the_service_starts_and_answers_not_configured(
     settings = Settings(
         nats_url=nats_url,
         database_url=f"sqlite+aiosqlite:///{tmp_path / 'nokey.db'}",
+        settle_journal_dir=str(tmp_path / "journal"),
         anthropic_api_key="",
     )
     async with serve_app(create_app(settings), settings):
