@@ -132,15 +132,46 @@ class Gateway:
             started=self.monotonic(),
         )
         outcome = "ok"
+        detail = ""
         try:
             reply = await self._run(call)
         except ContractError as e:
-            outcome = e.code.value
+            outcome, detail = e.code.value, e.message
+            raise
+        except asyncio.CancelledError:
+            outcome = "cancelled"
+            raise
+        except Exception as e:
+            outcome, detail = "internal", type(e).__name__
             raise
         finally:
+            elapsed = self.monotonic() - call.started
             self.metrics.calls.labels(req.purpose.value, model, outcome).inc()
-            self.metrics.duration.labels(req.purpose.value).observe(self.monotonic() - call.started)
+            self.metrics.duration.labels(req.purpose.value).observe(elapsed)
+            self._log_call(call, outcome, detail, elapsed)
         return reply
+
+    @staticmethod
+    def _log_call(call: CallRecord, outcome: str, detail: str, elapsed_s: float) -> None:
+        """One line per call: who asked what it cost and how it went; never the prompt."""
+        level = logging.INFO if outcome in ("ok", "invalid_request") else logging.WARNING
+        if log.isEnabledFor(level):
+            log.log(
+                level,
+                "llm call purpose=%s model=%s outcome=%s attempts=%d requests=%d "
+                "cost_usd=%s input_tokens=%d output_tokens=%d latency_ms=%d call_id=%s%s",
+                call.request.purpose.value,
+                call.model,
+                outcome,
+                call.attempts,
+                call.requests,
+                usd(call.cost_micros),
+                call.input_tokens,
+                call.output_tokens,
+                int(elapsed_s * 1000),
+                call.call_id,
+                f" detail={detail[:200]!r}" if detail else "",
+            )
 
     async def _run(self, call: CallRecord) -> CompleteReply:
         req = call.request
@@ -197,10 +228,13 @@ class Gateway:
         now = self.clock()
         worst = attempt_worst_case(call.price, call.request, messages, tools)
         held = await self._admit(call, attempt, worst, deadline, now)
+        call.attempts = attempt
         began = self.monotonic()
         try:
             reply, requests = await self.provider.call(call, messages, tools, deadline)
+            call.requests += requests
         except ProviderFailure as e:
+            call.requests += e.requests
             row = call.ledger_row(
                 attempt=attempt,
                 outcome="provider_error",

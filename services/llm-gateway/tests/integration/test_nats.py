@@ -146,6 +146,23 @@ async def test_availability_and_usage_over_nats(
         assert "quiz_llm_gateway_budget_remaining_usd" in metrics
 
 
+async def test_stats_count_error_replies(gateway_url: str, nc: NATS) -> None:
+    for _ in range(2):
+        with pytest.raises(ContractError):
+            await request(
+                nc,
+                subjects.LLM_COMPLETE,
+                complete_request(output_schema={"name": "x", "json_schema": {"type": "string"}}),
+                CompleteReply,
+                timeout=5,
+            )
+    await nc.request(subjects.LLM_COMPLETE, b"{not json", timeout=5)
+    msg = await nc.request("$SRV.STATS.llm-gateway", b"", timeout=5)
+    [complete] = [e for e in json.loads(msg.data)["endpoints"] if e["subject"] == "llm.v1.complete"]
+    assert complete["num_errors"] == 3 and complete["num_requests"] == 3
+    assert complete["last_error"] == "invalid_request"
+
+
 async def test_service_is_discoverable(gateway_url: str, nc: NATS) -> None:
     msg = await nc.request("$SRV.INFO.llm-gateway", b"", timeout=5)
     info = json.loads(msg.data)
