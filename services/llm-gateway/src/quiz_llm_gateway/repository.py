@@ -55,6 +55,18 @@ HOT_SQL: dict[str, str] = {
     "rate_prune": "DELETE FROM rate_events WHERE key = :key AND at <= :before",
     "rate_times": "SELECT at FROM rate_events WHERE key = :key",
     "rate_insert": "INSERT INTO rate_events (key, at) VALUES (:key, :at)",
+    "idem_expire": "DELETE FROM idempotency_keys WHERE key = :key AND expires_at < :now",
+    "idem_claim": (
+        "INSERT INTO idempotency_keys (key, digest, call_id, reply, created_at, expires_at) "
+        "VALUES (:key, :digest, :call_id, NULL, :now, :until) ON CONFLICT (key) DO NOTHING"
+    ),
+    "idem_get": "SELECT digest, call_id, reply FROM idempotency_keys WHERE key = :key",
+    "idem_done": (
+        "UPDATE idempotency_keys SET reply = :reply, expires_at = :until "
+        "WHERE key = :key AND call_id = :call_id"
+    ),
+    "idem_forget": "DELETE FROM idempotency_keys WHERE key = :key AND call_id = :call_id",
+    "idem_prune": "DELETE FROM idempotency_keys WHERE expires_at < :now",
 }
 
 
@@ -108,6 +120,16 @@ class Admission:
     admitted: bool
     refused: str | None = None
     retry_after_s: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Claim:
+    """A request_id's row: ours (`owner`), or another call's with its digest and reply."""
+
+    owner: bool
+    digest: str | None = None
+    call_id: str | None = None
+    reply: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -262,6 +284,46 @@ class Repository:
                 q["settle"],
                 {"released": released, "cost": row.cost_micros, "day": self.db.date_param(day)},
             )
+
+    @transaction
+    def claim_request(
+        self, conn: Connection, key: str, digest: str, call_id: str, now: float, until: float
+    ) -> Claim:
+        """Take `key` for `call_id` until `until`, unless a live row has it (returned)."""
+        q = self._q
+        conn.exec_driver_sql(q["idem_expire"], {"key": key, "now": now})
+        params = {"key": key, "digest": digest, "call_id": call_id, "now": now, "until": until}
+        if conn.exec_driver_sql(q["idem_claim"], params).rowcount == 1:
+            return Claim(True)
+        row = conn.exec_driver_sql(q["idem_get"], {"key": key}).first()
+        if row is None:  # released between our insert and read: the caller claims again
+            return Claim(False)
+        return Claim(False, str(row[0]), str(row[1]), row[2])
+
+    @read_only
+    def request_row(self, conn: Connection, key: str) -> Claim | None:
+        """The current row of `key`, if any."""
+        row = conn.exec_driver_sql(self._q["idem_get"], {"key": key}).first()
+        return Claim(False, str(row[0]), str(row[1]), row[2]) if row is not None else None
+
+    @transaction
+    def finish_request(
+        self, conn: Connection, key: str, call_id: str, reply: str, until: float
+    ) -> None:
+        """Keep `call_id`'s reply for `key` until `until`."""
+        conn.exec_driver_sql(
+            self._q["idem_done"], {"key": key, "call_id": call_id, "reply": reply, "until": until}
+        )
+
+    @transaction
+    def forget_request(self, conn: Connection, key: str, call_id: str) -> None:
+        """Release `key` after `call_id` failed: the request may be asked again."""
+        conn.exec_driver_sql(self._q["idem_forget"], {"key": key, "call_id": call_id})
+
+    @transaction
+    def prune_requests(self, conn: Connection, now: float) -> int:
+        """Forget expired idempotency keys (and the replies they kept)."""
+        return conn.exec_driver_sql(self._q["idem_prune"], {"now": now}).rowcount
 
     @transaction
     def release_expired(self, conn: Connection, now: float) -> int:

@@ -8,6 +8,8 @@ Its collaborators each do one job: `SingleFlight` (one answer per request_id), `
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import json
 import logging
 import time
 import uuid
@@ -56,6 +58,8 @@ from quiz_llm_gateway.repository import Held, RateKey, Repository
 from quiz_llm_gateway.singleflight import SingleFlight
 
 log = logging.getLogger(__name__)
+# How often a repeat waits on another replica's call of the same request_id.
+IDEMPOTENCY_POLL_S = 0.05
 Output = dict[str, Any] | str | Unreadable
 
 
@@ -114,17 +118,66 @@ class Gateway:
     # -- complete ------------------------------------------------------------------------------
 
     async def complete(self, req: CompleteRequest, trace_id: str | None = None) -> CompleteReply:
-        """Answer a call once per request_id on this replica: a repeat joins or reuses it."""
+        """Answer a call once per request_id across replicas: a repeat joins or reuses it.
+
+        Keyed by purpose, payer and request_id (two services choosing the same id never share
+        a reply) and checked against the request's digest: the same id with another request
+        is `invalid_request`. On this replica a repeat joins the call in hand; across
+        replicas the database's `idempotency_keys` row decides who calls and keeps the reply.
+        """
         if req.request_id is None:
             return await self._complete(req, trace_id)
-        # Scoped by purpose and payer: two services choosing the same id never share a reply.
         key = f"{req.purpose.value}:{req.payer}:{req.request_id}"
-        return await self._single.run(key, lambda: self._complete(req, trace_id))
+        digest = request_digest(req)
+        return await self._single.run(
+            f"{key}#{digest}", lambda: self._complete_once(req, key, digest, trace_id)
+        )
 
-    async def _complete(self, req: CompleteRequest, trace_id: str | None) -> CompleteReply:
+    async def _complete_once(
+        self, req: CompleteRequest, key: str, digest: str, trace_id: str | None
+    ) -> CompleteReply:
+        call_id = str(uuid.uuid4())
+        deadline_s = req.deadline_s or self.settings.default_deadline_s
+        waited_until = self.monotonic() + deadline_s
+        while True:
+            now = self.clock()
+            # A claim outlives the call's own hold: a crashed owner's key frees after that.
+            until = now + deadline_s + self.settings.reservation_grace_s
+            claim = await self.repo.claim_request(key, digest, call_id, now, until)
+            if claim.owner:
+                break
+            if claim.digest is not None and claim.digest != digest:
+                raise ContractError(
+                    ErrorCode.invalid_request,
+                    f"request_id {req.request_id!r} was already used with a different request",
+                )
+            if claim.reply is not None:
+                return CompleteReply.model_validate_json(claim.reply)
+            if claim.digest is not None:
+                # Another replica is answering it: wait for its reply (or its failure).
+                if self.monotonic() >= waited_until:
+                    raise ContractError(
+                        ErrorCode.llm_failed,
+                        f"request_id {req.request_id!r} is still being answered elsewhere",
+                        retry_after_s=1.0,
+                    )
+                await asyncio.sleep(IDEMPOTENCY_POLL_S)
+        try:
+            reply = await self._complete(req, trace_id, call_id)
+        except BaseException:
+            # Only a success is kept: a failed call may be asked again.
+            await asyncio.shield(self.repo.forget_request(key, call_id))
+            raise
+        until = self.clock() + self.settings.idempotency_ttl_s
+        await asyncio.shield(self.repo.finish_request(key, call_id, reply.model_dump_json(), until))
+        return reply
+
+    async def _complete(
+        self, req: CompleteRequest, trace_id: str | None, call_id: str | None = None
+    ) -> CompleteReply:
         model = self.models[req.purpose.value]
         call = CallRecord(
-            call_id=str(uuid.uuid4()),
+            call_id=call_id or str(uuid.uuid4()),
             request=req,
             model=model,
             price=self.prices[model],
@@ -374,6 +427,7 @@ class Gateway:
         if released:
             log.warning("released %d expired reservation(s)", released)
         await self.repo.prune_rate_events(self.clock() - self.settings.rate_window_s)
+        await self.repo.prune_requests(self.clock())
         await self.reports.refresh_gauges()
 
     def today(self) -> date:
@@ -406,6 +460,14 @@ class Gateway:
         if estimate is not None:
             reply.estimate_usd = usd(self.estimate_micros(estimate))
         return reply
+
+
+def request_digest(req: CompleteRequest) -> str:
+    """SHA-256 of what the request asks (request_id and deadline_s aside: a retry may carry
+    less time left), in a canonical JSON form."""
+    body = req.model_dump(mode="json", exclude={"request_id", "deadline_s"})
+    text = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def request_shape(req: CompleteRequest) -> tuple[list[dict[str, Any]], list[dict[str, Any]] | None]:
