@@ -27,7 +27,12 @@ class Purpose(StrEnum):
 
 
 class Effort(StrEnum):
-    """How hard the model should think; the gateway maps it to sampling settings."""
+    """How much the model should spend on its answer (text, tool input, thinking).
+
+    Sent as the provider's `output_config.effort` when the purpose's model reports that level
+    in its Models API capabilities; for a model without effort support (Haiku 4.5) it is only
+    recorded in the ledger. It never changes `max_output_tokens` or the worst case held.
+    """
 
     low = "low"
     medium = "medium"

@@ -496,6 +496,8 @@ class AnthropicStub:
         self.record_requests = record_requests
         self._lock = threading.Lock()
         self._script: collections.deque[StubReply] = collections.deque()
+        # GET /v1/models/{id}: the effort levels each model reports (absent: no effort support).
+        self.effort_levels: dict[str, list[str]] = {}
         self._requests: list[RecordedRequest] = []
         self._server: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None
@@ -505,6 +507,7 @@ class AnthropicStub:
             routes=[
                 Route("/v1/messages", self._messages, methods=["POST"]),
                 Route("/v1/messages/count_tokens", self._count_tokens, methods=["POST"]),
+                Route("/v1/models/{model_id}", self._model, methods=["GET"]),
             ]
         )
 
@@ -537,6 +540,7 @@ class AnthropicStub:
         with self._lock:
             self._script.clear()
             self._requests.clear()
+            self.effort_levels = {}
             self.default = self._initial_default
 
     # -- lifecycle ---------------------------------------------------------------------------
@@ -634,6 +638,22 @@ class AnthropicStub:
                 400, "invalid_request_error", "body must be a JSON object", request_id
             )
         return body
+
+    async def _model(self, request: Request) -> Response:
+        """A ModelInfo whose `capabilities.effort` lists `effort_levels[model]`."""
+        model = request.path_params["model_id"]
+        levels = self.effort_levels.get(model, [])
+        effort: dict[str, Any] = {"supported": bool(levels)}
+        for level in ("low", "medium", "high", "xhigh", "max"):
+            effort[level] = {"supported": level in levels}
+        info = {
+            "type": "model",
+            "id": model,
+            "display_name": model,
+            "created_at": "2025-01-01T00:00:00Z",
+            "capabilities": {"effort": effort},
+        }
+        return Response(_dumps(info).encode(), media_type="application/json")
 
     async def _count_tokens(self, request: Request) -> Response:
         request_id = f"req_{uuid.uuid4().hex}"

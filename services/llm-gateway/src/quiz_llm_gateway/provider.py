@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import math
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,6 +19,7 @@ RETRYABLE_STATUSES = frozenset({408, 429, 500, 502, 503, 504, 529})
 OUTAGE_STATUSES = frozenset({500, 502, 503, 504, 529})
 
 _tracer = trace.get_tracer("quiz.llm_gateway.provider")
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,6 +162,11 @@ def read_message(message: Any) -> ProviderReply:
     )
 
 
+# How long a failed capabilities lookup is remembered before it is asked again.
+CAPABILITIES_RETRY_S = 300.0
+CAPABILITIES_TIMEOUT_S = 5.0
+
+
 class AnthropicProvider:
     """One SDK client; the SDK's own retries are off so deadline, backoff and circuit are ours."""
 
@@ -165,6 +174,34 @@ class AnthropicProvider:
         self.client = anthropic.AsyncAnthropic(
             api_key=api_key, base_url=base_url, max_retries=0, timeout=timeout_s
         )
+        self._effort: dict[str, tuple[float, frozenset[str]]] = {}
+        self._effort_lock = asyncio.Lock()
+
+    async def effort_levels(self, model: str) -> frozenset[str]:
+        """The `output_config.effort` levels `model` supports, from the Models API's
+        capabilities (asked once per model; a failed lookup means none, for a while)."""
+        known = self._effort.get(model)
+        if known is not None and known[0] > time.monotonic():
+            return known[1]
+        async with self._effort_lock:
+            known = self._effort.get(model)
+            if known is not None and known[0] > time.monotonic():
+                return known[1]
+            levels, ttl = frozenset[str](), CAPABILITIES_RETRY_S
+            try:
+                info = await self.client.models.retrieve(model, timeout=CAPABILITIES_TIMEOUT_S)
+                effort = getattr(getattr(info, "capabilities", None), "effort", None)
+                if effort is not None and getattr(effort, "supported", False) is True:
+                    levels = frozenset(
+                        level
+                        for level in ("low", "medium", "high", "xhigh", "max")
+                        if getattr(getattr(effort, level, None), "supported", False) is True
+                    )
+                ttl = float("inf")
+            except Exception as e:
+                log.warning("capabilities of %s unknown (%s): effort not sent", model, e)
+            self._effort[model] = (time.monotonic() + ttl, levels)
+            return levels
 
     async def close(self) -> None:
         """Close the HTTP connection pool."""
@@ -180,9 +217,15 @@ class AnthropicProvider:
         max_tokens: int,
         timeout_s: float,
         purpose: str,
+        effort: str | None = None,
     ) -> ProviderReply:
-        """One Messages API request; raises ProviderError on any failure."""
+        """One Messages API request; raises ProviderError on any failure.
+
+        `effort` goes out as `output_config.effort` when the model reports that level.
+        """
         kwargs: dict[str, Any] = {}
+        if effort is not None and effort in await self.effort_levels(model):
+            kwargs["output_config"] = {"effort": effort}
         if system:
             kwargs["system"] = system
         if tools:

@@ -29,6 +29,7 @@ class Provider(Protocol):
         max_tokens: int,
         timeout_s: float,
         purpose: str,
+        effort: str | None = None,
     ) -> ProviderReply: ...
 
 
@@ -99,6 +100,7 @@ class ProviderCalls:
                                 max_tokens=call.request.max_output_tokens,
                                 timeout_s=min(remaining, self.settings.provider_timeout_s),
                                 purpose=call.request.purpose.value,
+                                effort=call.request.effort.value,
                             )
                         finally:
                             self.metrics.provider_in_flight.dec()

@@ -173,3 +173,20 @@ async def test_retry_after_is_clamped(make_rig: Any, retry_after: float) -> None
     assert error.retry_after_s is None or 0 <= error.retry_after_s <= 60
     totals = await rig.repo.day_totals(rig.gateway.today())
     assert totals is not None and totals.reserved_micros == 0
+
+
+# -- 8. effort ---------------------------------------------------------------------------------
+
+
+async def test_effort_is_sent_where_the_model_supports_it(make_rig: Any) -> None:
+    rig = make_rig()
+    rig.stub.effort_levels = {"claude-sonnet-4-6": ["low", "medium", "high"]}
+    await rig.gateway.complete(request(effort="medium"))
+    await rig.gateway.complete(request(purpose="poll", user=None, billed_to="t", effort="high"))
+    sonnet, haiku = rig.stub.requests
+    assert sonnet.body["model"] == "claude-sonnet-4-6"
+    assert sonnet.body["output_config"] == {"effort": "medium"}
+    assert haiku.body["model"] == "claude-haiku-4-5"
+    assert "output_config" not in haiku.body  # Haiku 4.5 reports no effort levels
+    rows = await rig.repo.ledger_rows()
+    assert [r["effort"] for r in rows] == ["medium", "high"]
