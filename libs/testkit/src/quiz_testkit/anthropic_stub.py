@@ -562,6 +562,9 @@ class AnthropicStub:
             log_level="warning",
             access_log=False,
             lifespan="off",
+            # Longer than a client's idle gaps (benches alternate paths): a connection closed
+            # while idle in a client's pool fails that client's next request on it.
+            timeout_keep_alive=120,
             # Bounds stop() when a handler is still busy (slow replies are woken, callables not).
             timeout_graceful_shutdown=1,
         )
@@ -785,8 +788,14 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m quiz_testkit.anthropic_stub")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8199)
+    parser.add_argument(
+        "--delay-ms", type=float, default=0.0, help="model latency to simulate per reply (benches)"
+    )
     args = parser.parse_args(argv)
-    stub = AnthropicStub(args.host, args.port, default=StubReply.realistic(), record_requests=False)
+    default = StubReply.realistic()
+    if args.delay_ms > 0:
+        default = StubReply.slow(args.delay_ms / 1000, default)
+    stub = AnthropicStub(args.host, args.port, default=default, record_requests=False)
     sock = stub._bind()
     print(f"anthropic stub listening on {stub.base_url}", file=sys.stderr, flush=True)
     # Foreground run in the main thread so uvicorn handles SIGINT/SIGTERM itself.

@@ -73,7 +73,12 @@ class Settings(ServiceSettings):
     )
     rate_window_s: float = 60.0
     max_in_flight: int = Field(
-        default=64, ge=1, description="Provider calls in flight per replica."
+        default=512,
+        ge=1,
+        description=(
+            "Provider requests in flight per replica: calls/s wanted × p99 model latency "
+            "(s), e.g. 50 calls/s × 10 s = 500."
+        ),
     )
     complete_concurrency: int = Field(
         default=1024, ge=1, description="llm.v1.complete requests in hand at once per replica."

@@ -171,8 +171,14 @@ class AnthropicProvider:
     """One SDK client; the SDK's own retries are off so deadline, backoff and circuit are ours."""
 
     def __init__(self, api_key: str, base_url: str | None, timeout_s: float) -> None:
+        # The SDK on its aiohttp transport (the `anthropic[aiohttp]` extra): ~30 % less CPU per
+        # call than httpx, whose pool checks every pooled connection on each request (issue 10).
         self.client = anthropic.AsyncAnthropic(
-            api_key=api_key, base_url=base_url, max_retries=0, timeout=timeout_s
+            api_key=api_key,
+            base_url=base_url,
+            max_retries=0,
+            timeout=timeout_s,
+            http_client=anthropic.DefaultAioHttpClient(timeout=timeout_s),
         )
         self._effort: dict[str, tuple[float, frozenset[str]]] = {}
         self._effort_lock = asyncio.Lock()
