@@ -15,6 +15,7 @@ import logging
 from quiz_contracts.errors import ContractError, ErrorCode
 from quiz_llm_gateway.journal import SettleJournal
 from quiz_llm_gateway.repository import Held, LedgerRow, Repository
+from quiz_llm_gateway.writer import SettleWriter
 
 log = logging.getLogger(__name__)
 
@@ -24,6 +25,7 @@ class Ledger:
 
     def __init__(self, repo: Repository, journal: SettleJournal, timeout_s: float) -> None:
         self.repo = repo
+        self.writer = SettleWriter(repo)
         self.journal = journal
         self.timeout_s = timeout_s
         self._unsettled: list[tuple[Held | None, LedgerRow]] = []
@@ -44,7 +46,7 @@ class Ledger:
         try:
             # The write runs whole in a DB thread; when we stop waiting it may still commit
             # later, which the journal's replay then finds done (settle is idempotent).
-            await asyncio.wait_for(asyncio.shield(self.repo.settle(held, row)), self.timeout_s)
+            await asyncio.wait_for(asyncio.shield(self.writer.settle(held, row)), self.timeout_s)
             return
         except Exception as e:
             log.warning(
@@ -80,9 +82,10 @@ class Ledger:
         return landed
 
     async def drain(self) -> None:
-        """Wait for settles in hand (at shutdown)."""
+        """Wait for settles in hand (at shutdown), then stop the writer."""
         if self._tasks:
             await asyncio.wait(set(self._tasks), timeout=self.timeout_s + 5)
+        await self.writer.close()
 
     def close(self) -> None:
         """Release the journal's lock."""

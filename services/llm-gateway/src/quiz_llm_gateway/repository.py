@@ -269,6 +269,16 @@ class Repository:
         Without a hold (a refused call, cost 0) only the ledger row is written. Idempotent:
         when the row of (call_id, attempt) is already there, nothing changes.
         """
+        self._settle_in(conn, held, row)
+
+    @transaction
+    def settle_many(self, conn: Connection, entries: list[tuple[Held | None, LedgerRow]]) -> None:
+        """Several settles in one transaction (group commit), in day order so that two
+        writers' batches never wait on each other's day rows in opposite orders."""
+        for held, row in sorted(entries, key=lambda e: (e[0] or e[1]).day):
+            self._settle_in(conn, held, row)
+
+    def _settle_in(self, conn: Connection, held: Held | None, row: LedgerRow) -> None:
         q = self._q
         if conn.exec_driver_sql(q["ledger_once"], self._ledger_params(row)).rowcount != 1:
             return
