@@ -114,6 +114,22 @@ class RateKey:
 
 
 @dataclass(frozen=True, slots=True)
+class AdmitArgs:
+    """One admission: the hold to make, the call, the rate key, the refusal row to write."""
+
+    held: Held
+    call_id: str
+    request_id: str | None
+    purpose: str
+    has_person: bool
+    cap_micros: int
+    now: float
+    expires_at: float
+    rate: RateKey | None
+    refusal: LedgerRow
+
+
+@dataclass(frozen=True, slots=True)
 class Admission:
     """Whether a call was admitted; if not, the error code and when to retry."""
 
@@ -215,40 +231,73 @@ class Repository:
 
         A refusal writes its ledger row (`refusal` with the error code) in the same transaction.
         """
+        args = AdmitArgs(
+            held,
+            call_id,
+            request_id,
+            purpose,
+            has_person,
+            cap_micros,
+            now,
+            expires_at,
+            rate,
+            refusal,
+        )
+        return self._admit_in(conn, args)
+
+    @transaction
+    def admit_one(self, conn: Connection, args: AdmitArgs) -> Admission:
+        """`admit` of one AdmitArgs."""
+        return self._admit_in(conn, args)
+
+    @transaction
+    def admit_many(self, conn: Connection, batch: list[AdmitArgs]) -> list[Admission]:
+        """Several admissions in one transaction (group commit), each decided in turn.
+
+        On PostgreSQL every rate key's advisory lock is taken first, in sorted order, before
+        any day row: two replicas' batches then never wait on each other in a cycle.
+        """
+        if self.db.dialect == "postgresql":
+            for key in sorted({a.rate.key for a in batch if a.rate is not None}):
+                conn.exec_driver_sql(self._q["rate_lock"], {"key": key})
+        return [self._admit_in(conn, args) for args in batch]
+
+    def _admit_in(self, conn: Connection, a: AdmitArgs) -> Admission:
         q = self._q
-        if rate is not None:
-            decision = self._rate_check(conn, rate, now)
+        if a.rate is not None:
+            decision = self._rate_check(conn, a.rate, a.now)
             if not decision.allowed:
-                row = replace(refusal, error_code="rate_limited")
+                row = replace(a.refusal, error_code="rate_limited")
                 conn.exec_driver_sql(q["ledger"], self._ledger_params(row))
                 return Admission(False, "rate_limited", decision.retry_after_s)
-        self._ensure_day(conn, held.day, cap_micros)
+        held = a.held
+        self._ensure_day(conn, held.day, a.cap_micros)
         # One conditional UPDATE: the row lock (PG) or the writer lock (SQLite) makes the
         # check and the increment one atomic step across every replica. Never shrunk to fit.
         day = self.db.date_param(held.day)
         result = conn.exec_driver_sql(
-            q["reserve"], {"w": held.amount_micros, "cap": cap_micros, "day": day}
+            q["reserve"], {"w": held.amount_micros, "cap": a.cap_micros, "day": day}
         )
         if result.rowcount != 1:
-            row = replace(refusal, error_code="llm_budget_exhausted")
+            row = replace(a.refusal, error_code="llm_budget_exhausted")
             conn.exec_driver_sql(q["ledger"], self._ledger_params(row))
             return Admission(False, "llm_budget_exhausted", None)
         conn.exec_driver_sql(
             q["hold"],
             {
                 "id": held.id,
-                "call_id": call_id,
-                "request_id": request_id,
+                "call_id": a.call_id,
+                "request_id": a.request_id,
                 "day": day,
                 "amount": held.amount_micros,
-                "created_at": now,
-                "expires_at": expires_at,
-                "purpose": purpose,
-                "has_person": has_person,
+                "created_at": a.now,
+                "expires_at": a.expires_at,
+                "purpose": a.purpose,
+                "has_person": a.has_person,
             },
         )
-        if rate is not None:
-            conn.exec_driver_sql(q["rate_insert"], {"key": rate.key, "at": now})
+        if a.rate is not None:
+            conn.exec_driver_sql(q["rate_insert"], {"key": a.rate.key, "at": a.now})
         after_commit(conn, lambda: self._days_created.add(held.day))
         return Admission(True)
 

@@ -54,8 +54,9 @@ from quiz_llm_gateway.metrics import GatewayMetrics
 from quiz_llm_gateway.provider import ProviderReply
 from quiz_llm_gateway.provider_calls import Provider, ProviderCalls, ProviderFailure
 from quiz_llm_gateway.reports import Reports
-from quiz_llm_gateway.repository import Held, RateKey, Repository
+from quiz_llm_gateway.repository import AdmitArgs, Held, RateKey, Repository
 from quiz_llm_gateway.singleflight import SingleFlight
+from quiz_llm_gateway.writer import AdmitWriter
 
 log = logging.getLogger(__name__)
 # How often a repeat waits on another replica's call of the same request_id.
@@ -108,6 +109,7 @@ class Gateway:
             monotonic=monotonic,
         )
         self._single = SingleFlight[CompleteReply](settings.idempotency_ttl_s, monotonic)
+        self._admissions = AdmitWriter(repo)
 
     @staticmethod
     def check_settings(settings: Settings) -> None:
@@ -361,18 +363,21 @@ class Gateway:
         req = call.request
         held = Held(str(uuid.uuid4()), budget_day(datetime.fromtimestamp(now, UTC)), worst_micros)
         remaining = max(deadline - self.monotonic(), 0.0)
-        admission = await self.repo.admit(
-            held=held,
-            call_id=call.call_id,
-            request_id=req.request_id,
-            purpose=req.purpose.value,
-            has_person=req.user is not None,
-            cap_micros=self.cap_micros,
-            now=now,
-            expires_at=now + remaining + self.settings.reservation_grace_s,
-            # The second attempt is the same call: it does not count against the person twice.
-            rate=self._rate_key(req) if attempt == 1 else None,
-            refusal=call.ledger_row(attempt=0, outcome="refused", now=now),
+        admission = await self._admissions.submit(
+            AdmitArgs(
+                held=held,
+                call_id=call.call_id,
+                request_id=req.request_id,
+                purpose=req.purpose.value,
+                has_person=req.user is not None,
+                cap_micros=self.cap_micros,
+                now=now,
+                expires_at=now + remaining + self.settings.reservation_grace_s,
+                # The second attempt is the same call: it does not count against the person
+                # twice.
+                rate=self._rate_key(req) if attempt == 1 else None,
+                refusal=call.ledger_row(attempt=0, outcome="refused", now=now),
+            )
         )
         if admission.admitted:
             return held
@@ -409,6 +414,7 @@ class Gateway:
         When the database is away the journal keeps its entries for the next start's replay.
         """
         await self.ledger.drain()
+        await self._admissions.close()
         try:
             await self.sweep()
         except Exception:

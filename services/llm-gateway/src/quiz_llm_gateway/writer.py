@@ -1,11 +1,12 @@
-"""One settle writer per process: group commit (issue 10, performance).
+"""Group commit: one writer per kind of write per process (issue 10, performance).
 
-Calls hand their settles to the writer and wait for them; while one batch's transaction runs in
-a database thread, the next settles queue, and go together in the next transaction (up to
-`MAX_BATCH`). Under load this turns N transactions (N thread hops, N BEGIN IMMEDIATE/COMMIT,
-N waits for SQLite's write lock among the DB threads) into a few; at concurrency 1 it is one
-transaction per settle, as before. A caller still gets its reply only after its own settle
-committed (or, when the database refuses, was journaled by the Ledger).
+Calls hand their write (an admission, a settle) to the writer and wait for its result; while
+one batch's transaction runs in a database thread, the next writes queue, and go together in
+the next transaction (up to `MAX_BATCH`). Under load this turns N transactions (N thread hops,
+N BEGIN IMMEDIATE/COMMIT, N waits for SQLite's write lock among the DB threads) into a few; at
+concurrency 1 it is one transaction per write, as before. Each caller still gets its result
+only once its own write committed: a hold exists before its provider request, a settle is
+durable before its reply.
 
 A batch that fails is retried entry by entry, so one bad entry never fails the others.
 """
@@ -15,31 +16,41 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Awaitable, Callable
+from typing import Generic, TypeVar
 
-from quiz_llm_gateway.repository import Held, LedgerRow, Repository
+from quiz_llm_gateway.repository import Admission, AdmitArgs, Held, LedgerRow, Repository
 
 log = logging.getLogger(__name__)
 MAX_BATCH = 128
-Entry = tuple[Held | None, LedgerRow, "asyncio.Future[None]"]
+I = TypeVar("I")  # noqa: E741
+R = TypeVar("R")
 
 
-class SettleWriter:
-    """Batches settles into few transactions; `settle()` returns once its entry committed."""
+class GroupCommit(Generic[I, R]):
+    """Batches writes into few transactions; `submit()` returns once its entry committed."""
 
-    def __init__(self, repo: Repository) -> None:
-        self.repo = repo
-        self._pending: list[Entry] = []
+    def __init__(
+        self,
+        name: str,
+        one: Callable[[I], Awaitable[R]],
+        many: Callable[[list[I]], Awaitable[list[R]]],
+    ) -> None:
+        self.name = name
+        self._one = one
+        self._many = many
+        self._pending: list[tuple[I, asyncio.Future[R]]] = []
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
 
-    async def settle(self, held: Held | None, row: LedgerRow) -> None:
-        """Queue the settle and wait for its commit (raises what its write raised)."""
-        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._pending.append((held, row, future))
+    async def submit(self, item: I) -> R:
+        """Queue the write and wait for its commit (raises what its write raised)."""
+        future: asyncio.Future[R] = asyncio.get_running_loop().create_future()
+        self._pending.append((item, future))
         self._wake.set()
         if self._task is None or self._task.done():
-            self._task = asyncio.create_task(self._run(), name="settle-writer")
-        await future
+            self._task = asyncio.create_task(self._run(), name=f"{self.name}-writer")
+        return await future
 
     async def _run(self) -> None:
         while True:
@@ -49,31 +60,29 @@ class SettleWriter:
                 batch, self._pending = self._pending[:MAX_BATCH], self._pending[MAX_BATCH:]
                 await self._write(batch)
 
-    async def _write(self, batch: list[Entry]) -> None:
-        try:
-            if len(batch) == 1:
-                held, row, _ = batch[0]
-                await self.repo.settle(held, row)
-            else:
-                await self.repo.settle_many([(h, r) for h, r, _ in batch])
-        except Exception as e:
-            if len(batch) == 1:
-                _resolve(batch[0][2], e)
-                return
-            log.warning("settle batch of %d failed (%s); one by one", len(batch), e)
-            for held, row, future in batch:
-                try:
-                    await self.repo.settle(held, row)
-                except Exception as one:
-                    _resolve(future, one)
-                else:
-                    _resolve(future, None)
+    async def _write(self, batch: list[tuple[I, asyncio.Future[R]]]) -> None:
+        if len(batch) == 1:
+            item, future = batch[0]
+            try:
+                _resolve(future, await self._one(item))
+            except Exception as e:
+                _fail(future, e)
             return
-        for _, _, future in batch:
-            _resolve(future, None)
+        try:
+            results = await self._many([item for item, _ in batch])
+        except Exception as e:
+            log.warning("%s batch of %d failed (%s); one by one", self.name, len(batch), e)
+            for item, future in batch:
+                try:
+                    _resolve(future, await self._one(item))
+                except Exception as one:
+                    _fail(future, one)
+            return
+        for (_, future), result in zip(batch, results, strict=True):
+            _resolve(future, result)
 
     async def close(self) -> None:
-        """Stop the writer task once nothing is queued."""
+        """Stop the writer task (call once nothing is queued)."""
         if self._task is not None:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -81,10 +90,42 @@ class SettleWriter:
             self._task = None
 
 
-def _resolve(future: asyncio.Future[None], error: Exception | None) -> None:
-    if future.done():
-        return  # its caller stopped waiting (timeout): the write still counts
-    if error is None:
-        future.set_result(None)
-    else:
+def _resolve(future: asyncio.Future[R], result: R) -> None:
+    if not future.done():  # its caller may have stopped waiting: the write still counts
+        future.set_result(result)
+
+
+def _fail(future: asyncio.Future[R], error: Exception) -> None:
+    if not future.done():
         future.set_exception(error)
+
+
+SettleEntry = tuple[Held | None, LedgerRow]
+
+
+class SettleWriter(GroupCommit[SettleEntry, None]):
+    """Settles (hold released, cost added, ledger row) in batches."""
+
+    def __init__(self, repo: Repository) -> None:
+        async def one(entry: SettleEntry) -> None:
+            await repo.settle(*entry)
+
+        async def many(entries: list[SettleEntry]) -> list[None]:
+            await repo.settle_many(entries)
+            return [None] * len(entries)
+
+        super().__init__("settle", one, many)
+
+    async def settle(self, held: Held | None, row: LedgerRow) -> None:
+        """Write one settle; returns once it committed."""
+        await self.submit((held, row))
+
+
+class AdmitWriter(GroupCommit[AdmitArgs, Admission]):
+    """Admissions (rate check, hold under the cap, or the refusal's ledger row) in batches."""
+
+    def __init__(self, repo: Repository) -> None:
+        async def one(args: AdmitArgs) -> Admission:
+            return await repo.admit_one(args)
+
+        super().__init__("admit", one, repo.admit_many)
