@@ -11,6 +11,7 @@ import pytest
 
 from quiz_llm_gateway.repository import LedgerRow
 from quiz_llm_gateway.writer import SettleWriter
+from quiz_testkit.anthropic_stub import StubReply
 
 
 def row(call_id: str, day: Any) -> LedgerRow:
@@ -63,3 +64,30 @@ async def test_a_lone_settle_is_written_at_once(make_rig: Any, n: int) -> None:
         await writer.settle(None, row(f"one{i}", rig.gateway.today()))
     assert len(await rig.repo.ledger_rows()) == n
     await writer.close()
+
+
+async def test_admissions_batched_together_keep_the_rate_limit_and_the_cap(
+    make_rig: Any,
+) -> None:
+    from decimal import Decimal
+
+    from quiz_contracts.errors import ContractError
+
+    from .test_gateway import request
+
+    rig = make_rig(rate_limits={"review": 10})
+    results = await asyncio.gather(
+        *[rig.gateway.complete(request()) for _ in range(30)], return_exceptions=True
+    )
+    codes = [r.code.value if isinstance(r, ContractError) else "ok" for r in results]
+    assert codes.count("ok") == 10 and codes.count("rate_limited") == 20
+
+    # One hold of this request is 0.010428 USD: a 0.032 cap admits three at a time.
+    capped = make_rig(daily_cap_usd=Decimal("0.032"))
+    capped.stub.script(*[StubReply.slow(0.3, StubReply.tool({"findings": []}))] * 10)
+    results = await asyncio.gather(
+        *[capped.gateway.complete(request(user=f"t{i}")) for i in range(10)],
+        return_exceptions=True,
+    )
+    codes = [r.code.value if isinstance(r, ContractError) else "ok" for r in results]
+    assert codes.count("ok") == 3 and codes.count("llm_budget_exhausted") == 7
