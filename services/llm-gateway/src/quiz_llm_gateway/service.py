@@ -129,6 +129,12 @@ class Gateway:
         """
         if req.request_id is None:
             return await self._complete(req, trace_id)
+        if req.output_schema is not None:
+            # Bad input costs nothing: a schema that will be refused takes no idempotency row.
+            try:
+                cached_validator(req.output_schema.json_schema)
+            except InvalidSchema as e:
+                raise ContractError(ErrorCode.invalid_request, str(e)) from e
         key = f"{req.purpose.value}:{req.payer}:{req.request_id}"
         digest = request_digest(req)
         return await self._single.run(
