@@ -1,12 +1,18 @@
-"""Added latency of llm-gateway: a call over NATS through the gateway vs the same SDK call direct.
+"""Added latency and CPU of llm-gateway: a call over NATS through the gateway vs the same SDK
+call direct, in the same run.
 
-Run: `uv run python bench/llm_gateway.py [--requests 2000] [--database-url URL]`.
+Run: `uv run python bench/llm_gateway.py [--requests 2000] [--database-url URL]
+[--model-ms 0 200]`.
 
 Both paths send the same structured-output request (one forced tool) to the testkit's Anthropic
-stub, which runs in its own process. The gateway runs as a real process (SQLite WAL by default)
-and does its whole job on each call: rate check and worst-case hold in one transaction, provider
-call through the SDK, settle with the ledger row in a second transaction. Prints p50/p99 per
-concurrency (1, 50, 200), the added latency and the ratio, in one run.
+stub, which runs in its own process (one stub per simulated model latency, `--model-ms`). The
+gateway runs as a real process (SQLite WAL by default) and does its whole job on each call: rate
+check and worst-case hold in one transaction, provider call through the SDK, settle with the
+ledger row in a second transaction. Per model latency and concurrency (1, 50, 200) it prints
+p50/p99 of both paths, the added latency, the calls/s of both, and CPU per call: the gateway
+process's CPU time over the level's calls, against the direct client's own CPU time (the SDK
+call alone) over the same number of calls. "Saturation" is the best calls/s of a level whose
+gateway p99 stayed under 1 s.
 """
 
 from __future__ import annotations
@@ -42,6 +48,7 @@ PROMPT = "Review this multiple-choice question: 2 + 2 = ? Choices: 3, 4 (right),
 MODEL = "claude-sonnet-4-6"
 MAX_TOKENS = 300
 LEVELS = (1, 50, 200)
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -50,8 +57,14 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, max(0, round(q * len(ordered)) - 1))]
 
 
-async def run_level(call: Any, concurrency: int, total: int) -> list[float]:
-    """`total` calls with `concurrency` in flight; returns each call's latency in ms."""
+def process_cpu_s(pid: int) -> float:
+    """User + system CPU seconds of a process so far (/proc/<pid>/stat)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
+
+
+async def run_level(call: Any, concurrency: int, total: int) -> tuple[list[float], float]:
+    """`total` calls with `concurrency` in flight; each call's latency (ms), and wall seconds."""
     latencies: list[float] = []
     queue = iter(range(total))
 
@@ -61,8 +74,9 @@ async def run_level(call: Any, concurrency: int, total: int) -> list[float]:
             await call(i)
             latencies.append((time.perf_counter() - started) * 1000)
 
+    began = time.perf_counter()
     await asyncio.gather(*[worker() for _ in range(concurrency)])
-    return latencies
+    return latencies, time.perf_counter() - began
 
 
 async def wait_http(url: str, timeout_s: float = 30) -> None:
@@ -96,35 +110,43 @@ def spawn(args: list[str], env: dict[str, str] | None, log: Path) -> subprocess.
         return subprocess.Popen(args, env=env, stdout=out, stderr=subprocess.STDOUT)
 
 
-async def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--requests", type=int, default=2000, help="calls per level (c ≥ 50)")
-    parser.add_argument("--database-url", default=None, help="default: a fresh SQLite file")
-    parser.add_argument("--json", action="store_true", help="also print the figures as JSON")
-    args = parser.parse_args()
-
-    work = Path(tempfile.mkdtemp(prefix="bench-llm-gateway-"))
-    nats_server = NatsServer(work / "nats").start()
+async def measure(
+    args: argparse.Namespace, work: Path, nats_url: str, model_ms: float
+) -> dict[int, dict[str, float]]:
+    """One stub with `model_ms` of latency, one gateway on it; every level, both paths."""
     stub_port = free_port()
     stub_url = f"http://127.0.0.1:{stub_port}"
     procs: list[subprocess.Popen[bytes]] = []
-    stub_cmd = [sys.executable, "-m", "quiz_testkit.anthropic_stub", "--port", str(stub_port)]
-    procs.append(spawn(stub_cmd, None, work / "stub.log"))
+    stub_cmd = [
+        sys.executable,
+        "-m",
+        "quiz_testkit.anthropic_stub",
+        "--port",
+        str(stub_port),
+        "--delay-ms",
+        str(model_ms),
+    ]
+    procs.append(spawn(stub_cmd, None, work / f"stub-{model_ms:g}.log"))
+    db = args.database_url or f"sqlite+aiosqlite:///{work / f'gateway-{model_ms:g}.db'}"
     env = {
         **os.environ,
-        "NATS_URL": nats_server.url,
-        "DATABASE_URL": args.database_url or f"sqlite+aiosqlite:///{work / 'gateway.db'}",
+        "NATS_URL": nats_url,
+        "DATABASE_URL": db,
         "ANTHROPIC_API_KEY": "bench-key",
         "ANTHROPIC_BASE_URL": stub_url,
         "LLM_DAILY_CAP_USD": "1000000",
         "HTTP_PORT": "0",
         "LOG_LEVEL": "WARNING",
+        "QUIZ_DATA_DIR": str(work / "data"),
     }
-    procs.append(spawn([sys.executable, "-m", "quiz_llm_gateway.main"], env, work / "gateway.log"))
+    gateway = spawn(
+        [sys.executable, "-m", "quiz_llm_gateway.main"], env, work / f"gateway-{model_ms:g}.log"
+    )
+    procs.append(gateway)
     results: dict[int, dict[str, float]] = {}
     try:
         await wait_http(f"{stub_url}/v1/messages")
-        nc = await nats.connect(nats_server.url)
+        nc = await nats.connect(nats_url)
         await wait_gateway(nc)
         direct = anthropic.AsyncAnthropic(api_key="bench-key", base_url=stub_url, max_retries=0)
         tool = {"name": "review", "description": "Return the review.", "input_schema": SCHEMA}
@@ -149,19 +171,29 @@ async def main() -> None:
             )
             await request(nc, subjects.LLM_COMPLETE, req, CompleteReply, timeout=60)
 
-        # Warm both paths (connections, SQLite pages, JIT-less caches) before measuring.
+        # Warm both paths (connections, SQLite pages, caches) before measuring.
         await run_level(call_direct, 20, 200)
         await run_level(call_gateway, 20, 200)
         for concurrency in LEVELS:
             total = 300 if concurrency == 1 else args.requests
-            d = await run_level(call_direct, concurrency, total)
-            g = await run_level(call_gateway, concurrency, total)
+            if model_ms and concurrency == 1:
+                total = 50
+            cpu = time.process_time()
+            d, d_wall = await run_level(call_direct, concurrency, total)
+            direct_cpu = time.process_time() - cpu
+            cpu = process_cpu_s(gateway.pid)
+            g, g_wall = await run_level(call_gateway, concurrency, total)
+            gateway_cpu = process_cpu_s(gateway.pid) - cpu
             results[concurrency] = {
                 "requests": total,
                 "direct_p50": percentile(d, 0.50),
                 "direct_p99": percentile(d, 0.99),
                 "gateway_p50": percentile(g, 0.50),
                 "gateway_p99": percentile(g, 0.99),
+                "direct_calls_s": total / d_wall,
+                "gateway_calls_s": total / g_wall,
+                "direct_cpu_ms": direct_cpu / total * 1000,
+                "gateway_cpu_ms": gateway_cpu / total * 1000,
                 "direct_mean": statistics.fmean(d),
                 "gateway_mean": statistics.fmean(g),
             }
@@ -172,12 +204,16 @@ async def main() -> None:
             proc.terminate()
         for proc in procs:
             proc.wait(timeout=20)
-        nats_server.stop()
+    return results
 
-    print(f"llm-gateway added latency (ms), {os.cpu_count()} cores, stub and gateway as processes")
+
+def report(model_ms: float, results: dict[int, dict[str, float]]) -> None:
+    """The table of one model latency, and its saturation line."""
+    print(f"\nmodel latency {model_ms:g} ms — latency ms, CPU ms per call, calls/s")
     print(
         f"{'conc':>4} {'n':>5} | {'direct p50':>10} {'p99':>7} | {'gateway p50':>11} {'p99':>7} |"
-        f" {'added p50':>9} {'p99':>7} | {'ratio p50':>9} {'p99':>6}"
+        f" {'added p50':>9} {'p99':>7} | {'cpu direct':>10} {'gateway':>7} |"
+        f" {'calls/s direct':>14} {'gateway':>7}"
     )
     for c, r in results.items():
         print(
@@ -185,11 +221,45 @@ async def main() -> None:
             f" {r['gateway_p50']:>11.2f} {r['gateway_p99']:>7.2f} |"
             f" {r['gateway_p50'] - r['direct_p50']:>9.2f}"
             f" {r['gateway_p99'] - r['direct_p99']:>7.2f} |"
-            f" {r['gateway_p50'] / r['direct_p50']:>9.2f}"
-            f" {r['gateway_p99'] / r['direct_p99']:>6.2f}"
+            f" {r['direct_cpu_ms']:>10.2f} {r['gateway_cpu_ms']:>7.2f} |"
+            f" {r['direct_calls_s']:>14.0f} {r['gateway_calls_s']:>7.0f}"
         )
+    fit = [r for r in results.values() if r["gateway_p99"] < 1000]
+    if fit:
+        best = max(fit, key=lambda r: r["gateway_calls_s"])
+        ratio = best["gateway_calls_s"] / best["direct_calls_s"]
+        print(
+            f"saturation (best level with gateway p99 < 1 s): gateway "
+            f"{best['gateway_calls_s']:.0f} calls/s vs direct {best['direct_calls_s']:.0f} "
+            f"calls/s at the same level; ratio {ratio:.2f}"
+        )
+    else:
+        print("saturation: no level kept the gateway's p99 under 1 s")
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--requests", type=int, default=2000, help="calls per level (c ≥ 50)")
+    parser.add_argument("--database-url", default=None, help="default: a fresh SQLite file")
+    parser.add_argument(
+        "--model-ms", type=float, nargs="+", default=[0.0, 200.0], help="simulated model latency"
+    )
+    parser.add_argument("--json", action="store_true", help="also print the figures as JSON")
+    args = parser.parse_args()
+
+    work = Path(tempfile.mkdtemp(prefix="bench-llm-gateway-"))
+    nats_server = NatsServer(work / "nats").start()
+    all_results: dict[float, dict[int, dict[str, float]]] = {}
+    try:
+        for model_ms in args.model_ms:
+            all_results[model_ms] = await measure(args, work, nats_server.url, model_ms)
+    finally:
+        nats_server.stop()
+    print(f"llm-gateway vs direct SDK, {os.cpu_count()} cores, stub and gateway as processes")
+    for model_ms, results in all_results.items():
+        report(model_ms, results)
     if args.json:
-        print(json.dumps(results, indent=2))
+        print(json.dumps({str(k): v for k, v in all_results.items()}, indent=2))
 
 
 if __name__ == "__main__":

@@ -27,7 +27,12 @@ class Purpose(StrEnum):
 
 
 class Effort(StrEnum):
-    """How hard the model should think; the gateway maps it to sampling settings."""
+    """How much the model should spend on its answer (text, tool input, thinking).
+
+    Sent as the provider's `output_config.effort` when the purpose's model reports that level
+    in its Models API capabilities; for a model without effort support (Haiku 4.5) it is only
+    recorded in the ledger. It never changes `max_output_tokens` or the worst case held.
+    """
 
     low = "low"
     medium = "medium"
@@ -93,6 +98,14 @@ class CompleteReply(WireModel):
     usage: Usage
     attempts: int = Field(description="Provider requests made (2 after one unreadable reply).")
     call_id: str
+    stop_reason: str | None = Field(
+        default=None,
+        description=(
+            "Why the model stopped (the provider's stop_reason: end_turn, tool_use, max_tokens, "
+            "refusal…). A free-text output with `max_tokens` was cut by max_output_tokens; a "
+            "structured output is never returned cut (llm_failed instead)."
+        ),
+    )
 
 
 class AvailabilityRequest(WireModel):

@@ -60,7 +60,9 @@ def default_sqlite_url(data_dir: str | Path, service: str) -> str:
     return f"sqlite:///{path}"
 
 
-def _sqlite_writers_lock_at_begin(engine: Engine) -> None:
+def _sqlite_writers_lock_at_begin(
+    engine: Engine, busy_timeout_ms: int = SQLITE_BUSY_TIMEOUT_MS
+) -> None:
     """WAL, a busy timeout, foreign keys, and the write lock taken at BEGIN (BEGIN IMMEDIATE).
 
     WAL lets readers run beside the one writer. With pysqlite's deferred BEGIN a transaction
@@ -74,7 +76,7 @@ def _sqlite_writers_lock_at_begin(engine: Engine) -> None:
         dbapi_conn.isolation_level = None  # we issue BEGIN ourselves, below
         dbapi_conn.execute("PRAGMA journal_mode=WAL")
         dbapi_conn.execute("PRAGMA synchronous=NORMAL")
-        dbapi_conn.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+        dbapi_conn.execute(f"PRAGMA busy_timeout={int(busy_timeout_ms)}")
         dbapi_conn.execute("PRAGMA foreign_keys=ON")
 
     @event.listens_for(engine, "begin")
@@ -82,12 +84,14 @@ def _sqlite_writers_lock_at_begin(engine: Engine) -> None:
         conn.exec_driver_sql("BEGIN IMMEDIATE")
 
 
-def create_sync_engine(url: str, *, pool_size: int) -> Engine:
+def create_sync_engine(
+    url: str, *, pool_size: int, sqlite_busy_timeout_ms: int = SQLITE_BUSY_TIMEOUT_MS
+) -> Engine:
     """An engine for `url` with the pragmas and pool decided once for every service."""
     parsed = make_url(sync_url(url))
     if parsed.get_backend_name() == "sqlite":
         engine = create_engine(parsed, pool_size=pool_size)
-        _sqlite_writers_lock_at_begin(engine)
+        _sqlite_writers_lock_at_begin(engine, sqlite_busy_timeout_ms)
         return engine
     return create_engine(parsed, pool_size=pool_size, max_overflow=0, pool_pre_ping=True)
 
@@ -99,9 +103,18 @@ class Database:
     waits for a connection once it has a thread.
     """
 
-    def __init__(self, url: str, *, threads: int = 8, name: str = "db") -> None:
+    def __init__(
+        self,
+        url: str,
+        *,
+        threads: int = 8,
+        name: str = "db",
+        sqlite_busy_timeout_ms: int = SQLITE_BUSY_TIMEOUT_MS,
+    ) -> None:
         self.url = sync_url(url)
-        self.engine = create_sync_engine(self.url, pool_size=threads)
+        self.engine = create_sync_engine(
+            self.url, pool_size=threads, sqlite_busy_timeout_ms=sqlite_busy_timeout_ms
+        )
         self.dialect: str = self.engine.dialect.name
         self._pool = ThreadPoolExecutor(threads, thread_name_prefix=f"{name}-db")
 

@@ -127,7 +127,8 @@ async def start_micro_service(
     for spec in endpoints:
         _check_against_catalog(spec)
         limit = spec.max_concurrency or default_concurrency
-        handler = _dispatcher(spec, asyncio.Semaphore(limit), tasks, metrics, tracer)
+        stats: list[Any] = []  # the nats-py Endpoint, once registered
+        handler = _dispatcher(spec, asyncio.Semaphore(limit), tasks, metrics, tracer, stats)
         await service.add_endpoint(
             EndpointConfig(
                 name=spec.name,
@@ -136,6 +137,9 @@ async def start_micro_service(
                 metadata={"max_concurrency": str(limit), **spec.metadata},
             )
         )
+        # nats-py counts an error only when the callback raises; ours answers errors from a
+        # task, so it counts them itself (the Endpoint is the last one add_endpoint appended).
+        stats.append(service._endpoints[-1])
     return MicroService(service, tasks)
 
 
@@ -145,6 +149,7 @@ def _dispatcher(
     tasks: set[asyncio.Task[None]],
     metrics: ServiceMetrics,
     tracer: trace.Tracer,
+    stats: list[Any] | None = None,
 ) -> Callable[[Request], Awaitable[None]]:
     """nats-py runs a subscription's callbacks one at a time: hand each request to a task.
 
@@ -193,6 +198,10 @@ def _dispatcher(
             log.exception("endpoint %s could not reply", spec.name)
         finally:
             slots.release()
+            if outcome != "ok" and stats:
+                # `$SRV.STATS` num_errors / last_error count every error reply.
+                stats[0]._num_errors += 1
+                stats[0]._last_error = outcome
             metrics.nats_in_flight.labels(spec.name).dec()
             metrics.nats_requests.labels(spec.name, outcome).inc()
             metrics.nats_duration.labels(spec.name).observe(time.perf_counter() - started)

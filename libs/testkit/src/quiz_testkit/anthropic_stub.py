@@ -88,9 +88,15 @@ class StubReply:
         usage: Mapping[str, int] | None = None,
         *,
         name: str | None = None,
+        stop_reason: str = "tool_use",
     ) -> StubReply:
-        """A tool_use block with this input, named after the forced (else first) tool by default."""
-        return cls("tool", payload=dict(input), usage=usage, tool_name=name, stop_reason="tool_use")
+        """A tool_use block with this input, named after the forced (else first) tool by default.
+
+        `stop_reason="max_tokens"` simulates a tool call cut by the budget (its input partial).
+        """
+        return cls(
+            "tool", payload=dict(input), usage=usage, tool_name=name, stop_reason=stop_reason
+        )
 
     @classmethod
     def malformed_tool(
@@ -490,6 +496,8 @@ class AnthropicStub:
         self.record_requests = record_requests
         self._lock = threading.Lock()
         self._script: collections.deque[StubReply] = collections.deque()
+        # GET /v1/models/{id}: the effort levels each model reports (absent: no effort support).
+        self.effort_levels: dict[str, list[str]] = {}
         self._requests: list[RecordedRequest] = []
         self._server: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None
@@ -499,6 +507,7 @@ class AnthropicStub:
             routes=[
                 Route("/v1/messages", self._messages, methods=["POST"]),
                 Route("/v1/messages/count_tokens", self._count_tokens, methods=["POST"]),
+                Route("/v1/models/{model_id}", self._model, methods=["GET"]),
             ]
         )
 
@@ -531,6 +540,7 @@ class AnthropicStub:
         with self._lock:
             self._script.clear()
             self._requests.clear()
+            self.effort_levels = {}
             self.default = self._initial_default
 
     # -- lifecycle ---------------------------------------------------------------------------
@@ -552,6 +562,9 @@ class AnthropicStub:
             log_level="warning",
             access_log=False,
             lifespan="off",
+            # Longer than a client's idle gaps (benches alternate paths): a connection closed
+            # while idle in a client's pool fails that client's next request on it.
+            timeout_keep_alive=120,
             # Bounds stop() when a handler is still busy (slow replies are woken, callables not).
             timeout_graceful_shutdown=1,
         )
@@ -628,6 +641,22 @@ class AnthropicStub:
                 400, "invalid_request_error", "body must be a JSON object", request_id
             )
         return body
+
+    async def _model(self, request: Request) -> Response:
+        """A ModelInfo whose `capabilities.effort` lists `effort_levels[model]`."""
+        model = request.path_params["model_id"]
+        levels = self.effort_levels.get(model, [])
+        effort: dict[str, Any] = {"supported": bool(levels)}
+        for level in ("low", "medium", "high", "xhigh", "max"):
+            effort[level] = {"supported": level in levels}
+        info = {
+            "type": "model",
+            "id": model,
+            "display_name": model,
+            "created_at": "2025-01-01T00:00:00Z",
+            "capabilities": {"effort": effort},
+        }
+        return Response(_dumps(info).encode(), media_type="application/json")
 
     async def _count_tokens(self, request: Request) -> Response:
         request_id = f"req_{uuid.uuid4().hex}"
@@ -747,7 +776,7 @@ class AnthropicStub:
             "name": name,
             "input": reply.payload,
         }
-        return [block], "tool_use"
+        return [block], reply.stop_reason if reply.kind == "tool" else "tool_use"
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -759,8 +788,14 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m quiz_testkit.anthropic_stub")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8199)
+    parser.add_argument(
+        "--delay-ms", type=float, default=0.0, help="model latency to simulate per reply (benches)"
+    )
     args = parser.parse_args(argv)
-    stub = AnthropicStub(args.host, args.port, default=StubReply.realistic(), record_requests=False)
+    default = StubReply.realistic()
+    if args.delay_ms > 0:
+        default = StubReply.slow(args.delay_ms / 1000, default)
+    stub = AnthropicStub(args.host, args.port, default=default, record_requests=False)
     sock = stub._bind()
     print(f"anthropic stub listening on {stub.base_url}", file=sys.stderr, flush=True)
     # Foreground run in the main thread so uvicorn handles SIGINT/SIGTERM itself.

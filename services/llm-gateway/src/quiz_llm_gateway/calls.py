@@ -24,6 +24,8 @@ class CallRecord:
     input_tokens: int = 0
     output_tokens: int = 0
     cost_micros: int = 0
+    attempts: int = 0  # admitted attempts (1, or 2 after an unreadable reply)
+    requests: int = 0  # provider HTTP requests, retries included
 
     def add(self, input_tokens: int, output_tokens: int) -> int:
         """Count one provider answer; returns its cost in micro-USD."""

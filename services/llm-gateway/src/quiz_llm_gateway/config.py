@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from decimal import Decimal
 from typing import Any
 
@@ -72,7 +73,12 @@ class Settings(ServiceSettings):
     )
     rate_window_s: float = 60.0
     max_in_flight: int = Field(
-        default=64, ge=1, description="Provider calls in flight per replica."
+        default=512,
+        ge=1,
+        description=(
+            "Provider requests in flight per replica: calls/s wanted × p99 model latency "
+            "(s), e.g. 50 calls/s × 10 s = 500."
+        ),
     )
     complete_concurrency: int = Field(
         default=1024, ge=1, description="llm.v1.complete requests in hand at once per replica."
@@ -95,6 +101,23 @@ class Settings(ServiceSettings):
     )
     sweep_interval_s: float = 15.0
     idempotency_ttl_s: float = 600.0
+    settle_journal_dir: str | None = Field(
+        default=None,
+        description=(
+            "Directory of the settle write-ahead journal (default $QUIZ_DATA_DIR/"
+            "llm-gateway-journal, QUIZ_DATA_DIR defaulting to .data); keep it on a disk that "
+            "outlives the process."
+        ),
+    )
+    settle_timeout_s: float = Field(
+        default=5.0, gt=0, description="A settle the database has not taken by then is journaled."
+    )
+
+    def journal_dir(self) -> str:
+        """Where the settle journal lives."""
+        if self.settle_journal_dir:
+            return self.settle_journal_dir
+        return os.path.join(os.environ.get("QUIZ_DATA_DIR", ".data"), "llm-gateway-journal")
 
     @field_validator("purpose_models", "model_prices", "rate_limits", mode="before")
     @classmethod

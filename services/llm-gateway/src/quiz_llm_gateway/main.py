@@ -53,7 +53,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     async def on_shutdown(_rt: ServiceRuntime) -> None:
         # A last sweep, after the periodic task has stopped: holds released before we go.
         if gateway.is_set:
-            await gateway().sweep()
+            await gateway().close()
         if provider is not None:
             await provider.close()
 

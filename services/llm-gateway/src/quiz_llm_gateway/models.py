@@ -5,7 +5,18 @@ from __future__ import annotations
 from datetime import date, datetime
 from pathlib import Path
 
-from sqlalchemy import BigInteger, Boolean, Column, Date, DateTime, Double, Index, Integer, String
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    Column,
+    Date,
+    DateTime,
+    Double,
+    Index,
+    Integer,
+    String,
+    Text,
+)
 from sqlmodel import Field, SQLModel
 
 # The alembic scripts that create these tables (servicekit's run_env, in migrations/env.py).
@@ -52,6 +63,7 @@ class LedgerEntry(SQLModel, table=True):
         Index("ix_llm_ledger_day_purpose", "day", "purpose"),
         Index("ix_llm_ledger_day_billed_to", "day", "billed_to"),
         Index("ix_llm_ledger_request_id", "request_id"),
+        Index("ux_llm_ledger_call_attempt", "call_id", "attempt", unique=True),
     )
 
     id: int | None = Field(
@@ -95,3 +107,18 @@ class RateEvent(SQLModel, table=True):
     )
     key: str = Field(sa_column=Column(String(300), nullable=False))
     at: float = Field(sa_column=Column(Double, nullable=False))
+
+
+class IdempotencyKey(SQLModel, table=True):
+    """A request_id seen by any replica: its request's digest, the call answering it, and the
+    reply once there is one (kept `idempotency_ttl_s`, then pruned by the sweep)."""
+
+    __tablename__ = "idempotency_keys"
+    __table_args__ = (Index("ix_idempotency_keys_expires_at", "expires_at"),)
+
+    key: str = Field(sa_column=Column(String(300), primary_key=True))
+    digest: str = Field(sa_column=Column(String(64), nullable=False))
+    call_id: str = Field(sa_column=Column(String(36), nullable=False))
+    reply: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
+    created_at: float = Field(sa_column=Column(Double, nullable=False))
+    expires_at: float = Field(sa_column=Column(Double, nullable=False))

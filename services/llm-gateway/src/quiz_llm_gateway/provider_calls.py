@@ -29,6 +29,7 @@ class Provider(Protocol):
         max_tokens: int,
         timeout_s: float,
         purpose: str,
+        effort: str | None = None,
     ) -> ProviderReply: ...
 
 
@@ -99,6 +100,7 @@ class ProviderCalls:
                                 max_tokens=call.request.max_output_tokens,
                                 timeout_s=min(remaining, self.settings.provider_timeout_s),
                                 purpose=call.request.purpose.value,
+                                effort=call.request.effort.value,
                             )
                         finally:
                             self.metrics.provider_in_flight.dec()
@@ -134,6 +136,8 @@ class ProviderCalls:
     def _backoff(self, retry: int, retry_after_s: float | None) -> float:
         """The provider's retry-after when given, else capped exponential backoff, jittered."""
         if retry_after_s is not None:
+            # Already finite and within [0, RETRY_AFTER_MAX_S] (parse_retry_after); the wait
+            # itself is bounded further, and by the deadline at the caller.
             return min(retry_after_s, self.settings.backoff_max_s * 4)
         ceiling = min(self.settings.backoff_max_s, self.settings.backoff_base_s * 2 ** (retry - 1))
         return ceiling * (0.5 + random.random() / 2)

@@ -48,10 +48,25 @@ HOT_SQL: dict[str, str] = {
         "spent_micros = spent_micros + :cost WHERE day = :day"
     ),
     "ledger": _LEDGER_INSERT,
+    # A settle may be written twice (a replayed journal entry, a commit whose answer was
+    # lost): the second is a no-op, keyed by (call_id, attempt).
+    "ledger_once": _LEDGER_INSERT + " ON CONFLICT (call_id, attempt) DO NOTHING",
     "rate_lock": "SELECT pg_advisory_xact_lock(hashtextextended(:key, 0))",
     "rate_prune": "DELETE FROM rate_events WHERE key = :key AND at <= :before",
     "rate_times": "SELECT at FROM rate_events WHERE key = :key",
     "rate_insert": "INSERT INTO rate_events (key, at) VALUES (:key, :at)",
+    "idem_expire": "DELETE FROM idempotency_keys WHERE key = :key AND expires_at < :now",
+    "idem_claim": (
+        "INSERT INTO idempotency_keys (key, digest, call_id, reply, created_at, expires_at) "
+        "VALUES (:key, :digest, :call_id, NULL, :now, :until) ON CONFLICT (key) DO NOTHING"
+    ),
+    "idem_get": "SELECT digest, call_id, reply FROM idempotency_keys WHERE key = :key",
+    "idem_done": (
+        "UPDATE idempotency_keys SET reply = :reply, expires_at = :until "
+        "WHERE key = :key AND call_id = :call_id"
+    ),
+    "idem_forget": "DELETE FROM idempotency_keys WHERE key = :key AND call_id = :call_id",
+    "idem_prune": "DELETE FROM idempotency_keys WHERE expires_at < :now",
 }
 
 
@@ -99,12 +114,38 @@ class RateKey:
 
 
 @dataclass(frozen=True, slots=True)
+class AdmitArgs:
+    """One admission: the hold to make, the call, the rate key, the refusal row to write."""
+
+    held: Held
+    call_id: str
+    request_id: str | None
+    purpose: str
+    has_person: bool
+    cap_micros: int
+    now: float
+    expires_at: float
+    rate: RateKey | None
+    refusal: LedgerRow
+
+
+@dataclass(frozen=True, slots=True)
 class Admission:
     """Whether a call was admitted; if not, the error code and when to retry."""
 
     admitted: bool
     refused: str | None = None
     retry_after_s: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Claim:
+    """A request_id's row: ours (`owner`), or another call's with its digest and reply."""
+
+    owner: bool
+    digest: str | None = None
+    call_id: str | None = None
+    reply: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -190,40 +231,73 @@ class Repository:
 
         A refusal writes its ledger row (`refusal` with the error code) in the same transaction.
         """
+        args = AdmitArgs(
+            held,
+            call_id,
+            request_id,
+            purpose,
+            has_person,
+            cap_micros,
+            now,
+            expires_at,
+            rate,
+            refusal,
+        )
+        return self._admit_in(conn, args)
+
+    @transaction
+    def admit_one(self, conn: Connection, args: AdmitArgs) -> Admission:
+        """`admit` of one AdmitArgs."""
+        return self._admit_in(conn, args)
+
+    @transaction
+    def admit_many(self, conn: Connection, batch: list[AdmitArgs]) -> list[Admission]:
+        """Several admissions in one transaction (group commit), each decided in turn.
+
+        On PostgreSQL every rate key's advisory lock is taken first, in sorted order, before
+        any day row: two replicas' batches then never wait on each other in a cycle.
+        """
+        if self.db.dialect == "postgresql":
+            for key in sorted({a.rate.key for a in batch if a.rate is not None}):
+                conn.exec_driver_sql(self._q["rate_lock"], {"key": key})
+        return [self._admit_in(conn, args) for args in batch]
+
+    def _admit_in(self, conn: Connection, a: AdmitArgs) -> Admission:
         q = self._q
-        if rate is not None:
-            decision = self._rate_check(conn, rate, now)
+        if a.rate is not None:
+            decision = self._rate_check(conn, a.rate, a.now)
             if not decision.allowed:
-                row = replace(refusal, error_code="rate_limited")
+                row = replace(a.refusal, error_code="rate_limited")
                 conn.exec_driver_sql(q["ledger"], self._ledger_params(row))
                 return Admission(False, "rate_limited", decision.retry_after_s)
-        self._ensure_day(conn, held.day, cap_micros)
+        held = a.held
+        self._ensure_day(conn, held.day, a.cap_micros)
         # One conditional UPDATE: the row lock (PG) or the writer lock (SQLite) makes the
         # check and the increment one atomic step across every replica. Never shrunk to fit.
         day = self.db.date_param(held.day)
         result = conn.exec_driver_sql(
-            q["reserve"], {"w": held.amount_micros, "cap": cap_micros, "day": day}
+            q["reserve"], {"w": held.amount_micros, "cap": a.cap_micros, "day": day}
         )
         if result.rowcount != 1:
-            row = replace(refusal, error_code="llm_budget_exhausted")
+            row = replace(a.refusal, error_code="llm_budget_exhausted")
             conn.exec_driver_sql(q["ledger"], self._ledger_params(row))
             return Admission(False, "llm_budget_exhausted", None)
         conn.exec_driver_sql(
             q["hold"],
             {
                 "id": held.id,
-                "call_id": call_id,
-                "request_id": request_id,
+                "call_id": a.call_id,
+                "request_id": a.request_id,
                 "day": day,
                 "amount": held.amount_micros,
-                "created_at": now,
-                "expires_at": expires_at,
-                "purpose": purpose,
-                "has_person": has_person,
+                "created_at": a.now,
+                "expires_at": a.expires_at,
+                "purpose": a.purpose,
+                "has_person": a.has_person,
             },
         )
-        if rate is not None:
-            conn.exec_driver_sql(q["rate_insert"], {"key": rate.key, "at": now})
+        if a.rate is not None:
+            conn.exec_driver_sql(q["rate_insert"], {"key": a.rate.key, "at": a.now})
         after_commit(conn, lambda: self._days_created.add(held.day))
         return Admission(True)
 
@@ -241,9 +315,22 @@ class Repository:
     def settle(self, conn: Connection, held: Held | None, row: LedgerRow) -> None:
         """Release the hold, add the real cost and write the ledger row: one transaction.
 
-        Without a hold (a refused call, cost 0) only the ledger row is written.
+        Without a hold (a refused call, cost 0) only the ledger row is written. Idempotent:
+        when the row of (call_id, attempt) is already there, nothing changes.
         """
+        self._settle_in(conn, held, row)
+
+    @transaction
+    def settle_many(self, conn: Connection, entries: list[tuple[Held | None, LedgerRow]]) -> None:
+        """Several settles in one transaction (group commit), in day order so that two
+        writers' batches never wait on each other's day rows in opposite orders."""
+        for held, row in sorted(entries, key=lambda e: (e[0] or e[1]).day):
+            self._settle_in(conn, held, row)
+
+    def _settle_in(self, conn: Connection, held: Held | None, row: LedgerRow) -> None:
         q = self._q
+        if conn.exec_driver_sql(q["ledger_once"], self._ledger_params(row)).rowcount != 1:
+            return
         released = 0
         if held is not None:
             gone = conn.exec_driver_sql(q["unhold"], {"id": held.id})
@@ -256,7 +343,46 @@ class Repository:
                 q["settle"],
                 {"released": released, "cost": row.cost_micros, "day": self.db.date_param(day)},
             )
-        conn.exec_driver_sql(q["ledger"], self._ledger_params(row))
+
+    @transaction
+    def claim_request(
+        self, conn: Connection, key: str, digest: str, call_id: str, now: float, until: float
+    ) -> Claim:
+        """Take `key` for `call_id` until `until`, unless a live row has it (returned)."""
+        q = self._q
+        conn.exec_driver_sql(q["idem_expire"], {"key": key, "now": now})
+        params = {"key": key, "digest": digest, "call_id": call_id, "now": now, "until": until}
+        if conn.exec_driver_sql(q["idem_claim"], params).rowcount == 1:
+            return Claim(True)
+        row = conn.exec_driver_sql(q["idem_get"], {"key": key}).first()
+        if row is None:  # released between our insert and read: the caller claims again
+            return Claim(False)
+        return Claim(False, str(row[0]), str(row[1]), row[2])
+
+    @read_only
+    def request_row(self, conn: Connection, key: str) -> Claim | None:
+        """The current row of `key`, if any."""
+        row = conn.exec_driver_sql(self._q["idem_get"], {"key": key}).first()
+        return Claim(False, str(row[0]), str(row[1]), row[2]) if row is not None else None
+
+    @transaction
+    def finish_request(
+        self, conn: Connection, key: str, call_id: str, reply: str, until: float
+    ) -> None:
+        """Keep `call_id`'s reply for `key` until `until`."""
+        conn.exec_driver_sql(
+            self._q["idem_done"], {"key": key, "call_id": call_id, "reply": reply, "until": until}
+        )
+
+    @transaction
+    def forget_request(self, conn: Connection, key: str, call_id: str) -> None:
+        """Release `key` after `call_id` failed: the request may be asked again."""
+        conn.exec_driver_sql(self._q["idem_forget"], {"key": key, "call_id": call_id})
+
+    @transaction
+    def prune_requests(self, conn: Connection, now: float) -> int:
+        """Forget expired idempotency keys (and the replies they kept)."""
+        return conn.exec_driver_sql(self._q["idem_prune"], {"now": now}).rowcount
 
     @transaction
     def release_expired(self, conn: Connection, now: float) -> int:

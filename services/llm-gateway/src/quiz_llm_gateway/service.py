@@ -8,6 +8,8 @@ Its collaborators each do one job: `SingleFlight` (one answer per request_id), `
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import json
 import logging
 import time
 import uuid
@@ -46,15 +48,19 @@ from quiz_llm_gateway.domain.pricing import (
     usd,
     worst_case_micros,
 )
+from quiz_llm_gateway.journal import SettleJournal
 from quiz_llm_gateway.ledger import Ledger
 from quiz_llm_gateway.metrics import GatewayMetrics
 from quiz_llm_gateway.provider import ProviderReply
 from quiz_llm_gateway.provider_calls import Provider, ProviderCalls, ProviderFailure
 from quiz_llm_gateway.reports import Reports
-from quiz_llm_gateway.repository import Held, RateKey, Repository
+from quiz_llm_gateway.repository import AdmitArgs, Held, RateKey, Repository
 from quiz_llm_gateway.singleflight import SingleFlight
+from quiz_llm_gateway.writer import AdmitWriter
 
 log = logging.getLogger(__name__)
+# How often a repeat waits on another replica's call of the same request_id.
+IDEMPOTENCY_POLL_S = 0.05
 Output = dict[str, Any] | str | Unreadable
 
 
@@ -90,7 +96,7 @@ class Gateway:
             if provider is not None
             else None
         )
-        self.ledger = Ledger(repo, sleep)
+        self.ledger = Ledger(repo, SettleJournal(settings.journal_dir()), settings.settle_timeout_s)
         self.reports = Reports(
             repo,
             metrics,
@@ -103,6 +109,7 @@ class Gateway:
             monotonic=monotonic,
         )
         self._single = SingleFlight[CompleteReply](settings.idempotency_ttl_s, monotonic)
+        self._admissions = AdmitWriter(repo)
 
     @staticmethod
     def check_settings(settings: Settings) -> None:
@@ -113,17 +120,72 @@ class Gateway:
     # -- complete ------------------------------------------------------------------------------
 
     async def complete(self, req: CompleteRequest, trace_id: str | None = None) -> CompleteReply:
-        """Answer a call once per request_id on this replica: a repeat joins or reuses it."""
+        """Answer a call once per request_id across replicas: a repeat joins or reuses it.
+
+        Keyed by purpose, payer and request_id (two services choosing the same id never share
+        a reply) and checked against the request's digest: the same id with another request
+        is `invalid_request`. On this replica a repeat joins the call in hand; across
+        replicas the database's `idempotency_keys` row decides who calls and keeps the reply.
+        """
         if req.request_id is None:
             return await self._complete(req, trace_id)
-        # Scoped by purpose and payer: two services choosing the same id never share a reply.
+        if req.output_schema is not None:
+            # Bad input costs nothing: a schema that will be refused takes no idempotency row.
+            try:
+                cached_validator(req.output_schema.json_schema)
+            except InvalidSchema as e:
+                raise ContractError(ErrorCode.invalid_request, str(e)) from e
         key = f"{req.purpose.value}:{req.payer}:{req.request_id}"
-        return await self._single.run(key, lambda: self._complete(req, trace_id))
+        digest = request_digest(req)
+        return await self._single.run(
+            f"{key}#{digest}", lambda: self._complete_once(req, key, digest, trace_id)
+        )
 
-    async def _complete(self, req: CompleteRequest, trace_id: str | None) -> CompleteReply:
+    async def _complete_once(
+        self, req: CompleteRequest, key: str, digest: str, trace_id: str | None
+    ) -> CompleteReply:
+        call_id = str(uuid.uuid4())
+        deadline_s = req.deadline_s or self.settings.default_deadline_s
+        waited_until = self.monotonic() + deadline_s
+        while True:
+            now = self.clock()
+            # A claim outlives the call's own hold: a crashed owner's key frees after that.
+            until = now + deadline_s + self.settings.reservation_grace_s
+            claim = await self.repo.claim_request(key, digest, call_id, now, until)
+            if claim.owner:
+                break
+            if claim.digest is not None and claim.digest != digest:
+                raise ContractError(
+                    ErrorCode.invalid_request,
+                    f"request_id {req.request_id!r} was already used with a different request",
+                )
+            if claim.reply is not None:
+                return CompleteReply.model_validate_json(claim.reply)
+            if claim.digest is not None:
+                # Another replica is answering it: wait for its reply (or its failure).
+                if self.monotonic() >= waited_until:
+                    raise ContractError(
+                        ErrorCode.llm_failed,
+                        f"request_id {req.request_id!r} is still being answered elsewhere",
+                        retry_after_s=1.0,
+                    )
+                await asyncio.sleep(IDEMPOTENCY_POLL_S)
+        try:
+            reply = await self._complete(req, trace_id, call_id)
+        except BaseException:
+            # Only a success is kept: a failed call may be asked again.
+            await asyncio.shield(self.repo.forget_request(key, call_id))
+            raise
+        until = self.clock() + self.settings.idempotency_ttl_s
+        await asyncio.shield(self.repo.finish_request(key, call_id, reply.model_dump_json(), until))
+        return reply
+
+    async def _complete(
+        self, req: CompleteRequest, trace_id: str | None, call_id: str | None = None
+    ) -> CompleteReply:
         model = self.models[req.purpose.value]
         call = CallRecord(
-            call_id=str(uuid.uuid4()),
+            call_id=call_id or str(uuid.uuid4()),
             request=req,
             model=model,
             price=self.prices[model],
@@ -131,15 +193,46 @@ class Gateway:
             started=self.monotonic(),
         )
         outcome = "ok"
+        detail = ""
         try:
             reply = await self._run(call)
         except ContractError as e:
-            outcome = e.code.value
+            outcome, detail = e.code.value, e.message
+            raise
+        except asyncio.CancelledError:
+            outcome = "cancelled"
+            raise
+        except Exception as e:
+            outcome, detail = "internal", type(e).__name__
             raise
         finally:
+            elapsed = self.monotonic() - call.started
             self.metrics.calls.labels(req.purpose.value, model, outcome).inc()
-            self.metrics.duration.labels(req.purpose.value).observe(self.monotonic() - call.started)
+            self.metrics.duration.labels(req.purpose.value).observe(elapsed)
+            self._log_call(call, outcome, detail, elapsed)
         return reply
+
+    @staticmethod
+    def _log_call(call: CallRecord, outcome: str, detail: str, elapsed_s: float) -> None:
+        """One line per call: who asked what it cost and how it went; never the prompt."""
+        level = logging.INFO if outcome in ("ok", "invalid_request") else logging.WARNING
+        if log.isEnabledFor(level):
+            log.log(
+                level,
+                "llm call purpose=%s model=%s outcome=%s attempts=%d requests=%d "
+                "cost_usd=%s input_tokens=%d output_tokens=%d latency_ms=%d call_id=%s%s",
+                call.request.purpose.value,
+                call.model,
+                outcome,
+                call.attempts,
+                call.requests,
+                usd(call.cost_micros),
+                call.input_tokens,
+                call.output_tokens,
+                int(elapsed_s * 1000),
+                call.call_id,
+                f" detail={detail[:200]!r}" if detail else "",
+            )
 
     async def _run(self, call: CallRecord) -> CompleteReply:
         req = call.request
@@ -175,6 +268,7 @@ class Gateway:
                     usage=call.usage(),
                     attempts=attempt,
                     call_id=call.call_id,
+                    stop_reason=reply.stop_reason,
                 )
             self.metrics.parse_failures.labels(req.purpose.value).inc()
             log.info("call %s attempt %d unreadable: %s", call.call_id, attempt, output.problem)
@@ -195,10 +289,13 @@ class Gateway:
         now = self.clock()
         worst = attempt_worst_case(call.price, call.request, messages, tools)
         held = await self._admit(call, attempt, worst, deadline, now)
+        call.attempts = attempt
         began = self.monotonic()
         try:
             reply, requests = await self.provider.call(call, messages, tools, deadline)
+            call.requests += requests
         except ProviderFailure as e:
+            call.requests += e.requests
             row = call.ledger_row(
                 attempt=attempt,
                 outcome="provider_error",
@@ -210,11 +307,12 @@ class Gateway:
             )
             await self.ledger.settle(held, row)
             raise ContractError(ErrorCode.llm_failed, str(e), retry_after_s=e.retry_after_s) from e
+        # From here the provider was paid: every path settles before it answers or raises.
         cost = call.add(reply.input_tokens, reply.output_tokens)
-        readable = read(reply.content)
+        outcome, readable = self._judge(call, reply, tools is not None, read)
         row = call.ledger_row(
             attempt=attempt,
-            outcome="unreadable" if isinstance(readable, Unreadable) else "ok",
+            outcome=outcome,
             now=now,
             held=held,
             input_tokens=reply.input_tokens,
@@ -222,13 +320,47 @@ class Gateway:
             cost_micros=cost,
             requests=requests,
             latency_s=self.monotonic() - began,
+            error_code=None if outcome in ("ok", "unreadable") else ErrorCode.llm_failed.value,
         )
         await self.ledger.settle(held, row)
         purpose = call.request.purpose.value
         self.metrics.cost.labels(purpose, call.model).inc(float(usd(cost)))
         self.metrics.tokens.labels(purpose, call.model, "input").inc(reply.input_tokens)
         self.metrics.tokens.labels(purpose, call.model, "output").inc(reply.output_tokens)
+        if outcome == "cut":
+            budget = call.request.max_output_tokens
+            raise ContractError(
+                ErrorCode.llm_failed,
+                f"the structured reply was cut at max_output_tokens={budget}: the budget was "
+                "too small for this output; ask with a larger max_output_tokens",
+            )
+        if outcome == "error":
+            raise ContractError(ErrorCode.llm_failed, "the model's reply could not be read")
         return reply, readable
+
+    @staticmethod
+    def _judge(
+        call: CallRecord,
+        reply: ProviderReply,
+        structured: bool,
+        read: Callable[[list[dict[str, Any]]], Output],
+    ) -> tuple[str, Output]:
+        """The ledger outcome of a paid answer and its output; never raises.
+
+        `cut`: a structured reply stopped by max_tokens is never valid (a cut tool call's input
+        is partial or `{}`), and asking again with the same budget would be cut again.
+        """
+        if structured and reply.stop_reason == "max_tokens":
+            return "cut", Unreadable("cut at max_tokens")
+        if reply.problem is not None:
+            log.warning("call %s: reply content unreadable: %s", call.call_id, reply.problem)
+            return "error", Unreadable("unreadable")
+        try:
+            readable = read(reply.content)
+        except Exception:
+            log.exception("call %s: reply could not be read", call.call_id)
+            return "error", Unreadable("unreadable")
+        return ("unreadable" if isinstance(readable, Unreadable) else "ok"), readable
 
     async def _admit(
         self, call: CallRecord, attempt: int, worst_micros: int, deadline: float, now: float
@@ -237,18 +369,21 @@ class Gateway:
         req = call.request
         held = Held(str(uuid.uuid4()), budget_day(datetime.fromtimestamp(now, UTC)), worst_micros)
         remaining = max(deadline - self.monotonic(), 0.0)
-        admission = await self.repo.admit(
-            held=held,
-            call_id=call.call_id,
-            request_id=req.request_id,
-            purpose=req.purpose.value,
-            has_person=req.user is not None,
-            cap_micros=self.cap_micros,
-            now=now,
-            expires_at=now + remaining + self.settings.reservation_grace_s,
-            # The second attempt is the same call: it does not count against the person twice.
-            rate=self._rate_key(req) if attempt == 1 else None,
-            refusal=call.ledger_row(attempt=0, outcome="refused", now=now),
+        admission = await self._admissions.submit(
+            AdmitArgs(
+                held=held,
+                call_id=call.call_id,
+                request_id=req.request_id,
+                purpose=req.purpose.value,
+                has_person=req.user is not None,
+                cap_micros=self.cap_micros,
+                now=now,
+                expires_at=now + remaining + self.settings.reservation_grace_s,
+                # The second attempt is the same call: it does not count against the person
+                # twice.
+                rate=self._rate_key(req) if attempt == 1 else None,
+                refusal=call.ledger_row(attempt=0, outcome="refused", now=now),
+            )
         )
         if admission.admitted:
             return held
@@ -279,13 +414,32 @@ class Gateway:
 
     # -- housekeeping and the read side --------------------------------------------------------
 
+    async def close(self) -> None:
+        """At stop: wait for settles in hand, a last sweep, release the journal's lock.
+
+        When the database is away the journal keeps its entries for the next start's replay.
+        """
+        await self.ledger.drain()
+        await self._admissions.close()
+        try:
+            await self.sweep()
+        except Exception:
+            log.warning("final sweep failed; the settle journal is replayed at the next start")
+        finally:
+            self.ledger.close()
+
     async def sweep(self) -> None:
-        """Retry unsettled writes, release expired holds, prune rate events, refresh gauges."""
+        """Replay journaled settles, release expired holds, prune rate events, refresh gauges.
+
+        Journaled settles go first: a hold whose settle is in the journal must not be released
+        as expired before its spend is counted (the replay counts both at once).
+        """
         await self.ledger.retry_unsettled()
         released = await self.repo.release_expired(self.clock())
         if released:
             log.warning("released %d expired reservation(s)", released)
         await self.repo.prune_rate_events(self.clock() - self.settings.rate_window_s)
+        await self.repo.prune_requests(self.clock())
         await self.reports.refresh_gauges()
 
     def today(self) -> date:
@@ -318,6 +472,14 @@ class Gateway:
         if estimate is not None:
             reply.estimate_usd = usd(self.estimate_micros(estimate))
         return reply
+
+
+def request_digest(req: CompleteRequest) -> str:
+    """SHA-256 of what the request asks (request_id and deadline_s aside: a retry may carry
+    less time left), in a canonical JSON form."""
+    body = req.model_dump(mode="json", exclude={"request_id", "deadline_s"})
+    text = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def request_shape(req: CompleteRequest) -> tuple[list[dict[str, Any]], list[dict[str, Any]] | None]:

@@ -6,6 +6,7 @@ import asyncio
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from decimal import Decimal
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -80,13 +81,16 @@ def gateway_settings(**overrides: Any) -> Settings:
 
 
 @pytest.fixture
-async def make_rig(migrated_url: str, anthropic_stub: AnthropicStub) -> AsyncIterator[Any]:
+async def make_rig(
+    migrated_url: str, anthropic_stub: AnthropicStub, tmp_path: Path
+) -> AsyncIterator[Any]:
     """Build rigs with settings overrides; everything is closed after the test."""
     db = Database(migrated_url, threads=4)
     repo = Repository(db)
     providers: list[AnthropicProvider] = []
 
     def build(*, configured: bool = True, clock: HandClock | None = None, **overrides: Any) -> Rig:
+        overrides.setdefault("settle_journal_dir", str(tmp_path / "journal"))
         settings = gateway_settings(**overrides)
         if not configured:
             settings.anthropic_api_key = None
@@ -105,9 +109,13 @@ async def make_rig(migrated_url: str, anthropic_stub: AnthropicStub) -> AsyncIte
             monotonic=clock.monotonic,
             sleep=clock.sleep,
         )
+        gateways.append(gateway)
         return Rig(gateway, repo, anthropic_stub, clock, registry)
 
+    gateways: list[Gateway] = []
     yield build
+    for gateway in gateways:
+        gateway.ledger.close()
     for provider in providers:
         await provider.close()
     db.close()

@@ -420,31 +420,6 @@ async def test_an_expired_hold_is_released_once(make_rig: Any) -> None:
     assert totals is not None and totals.reserved_micros == 0 and totals.spent_micros == 18
 
 
-async def test_a_failed_settle_is_kept_and_written_by_the_sweep(
-    make_rig: Any, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    rig = make_rig()
-    real_settle = rig.repo.settle
-    failures = {"left": 100}
-
-    async def flaky(held: Any, entry: Any) -> None:
-        if failures["left"]:
-            failures["left"] -= 1
-            raise OSError("database went away")
-        await real_settle(held, entry)
-
-    monkeypatch.setattr(rig.repo, "settle", flaky)
-    reply = await rig.gateway.complete(request())
-    assert await rig.repo.ledger_rows(call_id=reply.call_id) == []
-    failures["left"] = 0
-    await rig.gateway.sweep()
-    [row] = await rig.repo.ledger_rows(call_id=reply.call_id)
-    assert row["outcome"] == "ok"
-    totals = await rig.repo.day_totals(rig.gateway.today())
-    assert totals is not None and totals.reserved_micros == 0
-    assert totals.spent_micros == row["cost_micros"]
-
-
 async def test_provider_span_carries_genai_attributes(make_rig: Any, spans: Any) -> None:
     rig = make_rig()
     rig.stub.script(

@@ -52,9 +52,14 @@ def complete_request(**overrides: Any) -> CompleteRequest:
 
 @pytest.fixture
 async def gateway_url(
-    nats_url: str, database_url: str, anthropic_stub: AnthropicStub, signing_keys: SigningKeys
+    nats_url: str,
+    database_url: str,
+    anthropic_stub: AnthropicStub,
+    signing_keys: SigningKeys,
+    tmp_path: Any,
 ) -> AsyncIterator[str]:
     settings = Settings(
+        settle_journal_dir=str(tmp_path / "journal"),
         nats_url=nats_url,
         jwks_file=str(signing_keys.jwks_path),
         database_url=database_url,
@@ -141,6 +146,23 @@ async def test_availability_and_usage_over_nats(
         assert "quiz_llm_gateway_budget_remaining_usd" in metrics
 
 
+async def test_stats_count_error_replies(gateway_url: str, nc: NATS) -> None:
+    for _ in range(2):
+        with pytest.raises(ContractError):
+            await request(
+                nc,
+                subjects.LLM_COMPLETE,
+                complete_request(output_schema={"name": "x", "json_schema": {"type": "string"}}),
+                CompleteReply,
+                timeout=5,
+            )
+    await nc.request(subjects.LLM_COMPLETE, b"{not json", timeout=5)
+    msg = await nc.request("$SRV.STATS.llm-gateway", b"", timeout=5)
+    [complete] = [e for e in json.loads(msg.data)["endpoints"] if e["subject"] == "llm.v1.complete"]
+    assert complete["num_errors"] == 3 and complete["num_requests"] == 3
+    assert complete["last_error"] == "invalid_request"
+
+
 async def test_service_is_discoverable(gateway_url: str, nc: NATS) -> None:
     msg = await nc.request("$SRV.INFO.llm-gateway", b"", timeout=5)
     info = json.loads(msg.data)
@@ -173,6 +195,7 @@ async def test_without_a_key_the_service_starts_and_answers_not_configured(
     settings = Settings(
         nats_url=nats_url,
         database_url=f"sqlite+aiosqlite:///{tmp_path / 'nokey.db'}",
+        settle_journal_dir=str(tmp_path / "journal"),
         anthropic_api_key="",
     )
     async with serve_app(create_app(settings), settings):

@@ -94,6 +94,7 @@ async def test_two_replicas_never_overspend(backend: str, nats_url: str, tmp_pat
             "HTTP_PORT": "0",
             "LOG_LEVEL": "WARNING",
             "OTEL_SDK_DISABLED": "true",
+            "LLM_GATEWAY_SETTLE_JOURNAL_DIR": str(tmp_path / "journal"),
         }
         try:
             for i in range(2):

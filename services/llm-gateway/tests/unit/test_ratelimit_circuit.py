@@ -56,3 +56,24 @@ def test_success_resets_the_count() -> None:
     breaker.record_success()
     breaker.record_failure(0)
     assert breaker.current(0) is CircuitState.closed
+
+
+def test_retry_after_header_is_clamped() -> None:
+    from quiz_llm_gateway.provider import RETRY_AFTER_MAX_S, parse_retry_after
+
+    assert parse_retry_after("nan") is None
+    assert parse_retry_after("inf") is None
+    assert parse_retry_after("-inf") is None
+    assert parse_retry_after("Wed, 21 Oct 2015 07:28:00 GMT") is None
+    assert parse_retry_after("-5") == 0.0
+    assert parse_retry_after("2.5") == 2.5
+    assert parse_retry_after("99999") == RETRY_AFTER_MAX_S
+    assert parse_retry_after(None) is None
+
+
+def test_lone_surrogates_are_replaced() -> None:
+    from quiz_llm_gateway.provider import sanitize
+
+    assert sanitize({"a\ud800": ["\udfff", 1, "ok \U0001f600"]}) == {
+        "a\ufffd": ["\ufffd", 1, "ok \U0001f600"]
+    }

@@ -7,25 +7,119 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import SchemaError
+import re2
+from jsonschema import Draft202012Validator, validators
+from jsonschema.exceptions import SchemaError, ValidationError
+from jsonschema.protocols import Validator
+from referencing import Registry
+from referencing.exceptions import NoSuchResource
 
 MAX_ERRORS_REPORTED = 5
+# Keywords that name another resource or open a new resolution scope: a caller's schema is
+# data, so it may only point inside itself (`#…`), never at a URL or a file.
+REF_KEYWORDS = ("$ref", "$dynamicRef")
+SCOPE_KEYWORDS = ("$id", "$anchor", "$dynamicAnchor")
+# Caller patterns run on RE2 (linear time in the input: no catastrophic backtracking), with
+# a bounded program size; what RE2 cannot run (backreferences, lookaround) is refused.
+_RE2_OPTIONS = re2.Options()
+_RE2_OPTIONS.log_errors = False
+_RE2_OPTIONS.max_mem = 1 << 20
 
 
 class InvalidSchema(ValueError):
     """The caller's JSON Schema is not a valid object schema: invalid_request."""
 
 
+def _refuse_retrieval(uri: str) -> Any:
+    """The validator's registry never fetches: not the network, not the disk."""
+    raise NoSuchResource(ref=uri)  # type: ignore[call-arg]
+
+
+# Empty but for what the validator itself carries (the metaschemas); retrieves nothing.
+NO_RETRIEVAL: Registry[Any] = Registry(retrieve=_refuse_retrieval)  # type: ignore[call-arg]
+
+
+@lru_cache(maxsize=1024)
+def linear_pattern(pattern: str) -> Any:
+    """The RE2 program of a schema pattern; InvalidSchema when RE2 cannot run it."""
+    try:
+        return re2.compile(pattern, options=_RE2_OPTIONS)
+    except Exception as exc:
+        raise InvalidSchema(
+            f"pattern {pattern[:80]!r} is not supported: patterns run on a linear-time engine "
+            "(RE2), without backreferences or lookaround"
+        ) from exc
+
+
+def _pattern(validator: Validator, pattern: str, instance: Any, schema: dict[str, Any]) -> Any:
+    """The `pattern` keyword on RE2 instead of Python's backtracking `re`."""
+    if validator.is_type(instance, "string") and linear_pattern(pattern).search(instance) is None:
+        yield ValidationError(f"{instance!r} does not match {pattern!r}")
+
+
+# Draft 2020-12 with `pattern` on RE2; `patternProperties` is refused at check time (jsonschema
+# also runs its patterns through `re` inside additionalProperties/unevaluatedProperties).
+LinearValidator = validators.extend(Draft202012Validator, {"pattern": _pattern})
+
+
+def _pointer(root: Any, ref: str) -> Any:
+    """The node a local `#/a/b` JSON pointer names; LookupError when it names nothing."""
+    node = root
+    for raw in ref[1:].split("/")[1:] if ref != "#" else []:
+        part = raw.replace("~1", "/").replace("~0", "~")
+        if isinstance(node, list):
+            node = node[int(part)]
+        elif isinstance(node, dict):
+            node = node[part]
+        else:
+            raise LookupError(ref)
+    return node
+
+
+def check_references(schema: dict[str, Any]) -> None:
+    """Refuse any `$ref` that is not a resolvable local pointer, new scopes, and patterns RE2
+    cannot run; compiles every pattern once (at request time, before any provider call)."""
+    stack: list[Any] = [schema]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, list):
+            stack.extend(node)
+            continue
+        if not isinstance(node, dict):
+            continue
+        for key, value in node.items():
+            if key in REF_KEYWORDS and isinstance(value, str):
+                if not value.startswith("#/") and value != "#":
+                    raise InvalidSchema(
+                        f"{key} {value[:80]!r} is not allowed: only local references (#/…) "
+                        "to the schema itself"
+                    )
+                try:
+                    _pointer(schema, value)
+                except (LookupError, ValueError, TypeError) as exc:
+                    raise InvalidSchema(
+                        f"{key} {value[:80]!r} names nothing in the schema"
+                    ) from exc
+            elif key in SCOPE_KEYWORDS and isinstance(value, str):
+                raise InvalidSchema(f"{key} is not allowed in an output schema")
+            elif key == "patternProperties" and isinstance(value, dict):
+                raise InvalidSchema("patternProperties is not supported in an output schema")
+            elif key == "pattern" and isinstance(value, str):
+                linear_pattern(value)
+            stack.append(value)
+
+
 def check_schema(schema: dict[str, Any]) -> Draft202012Validator:
-    """A validator for the schema, refusing non-object or malformed schemas."""
+    """A validator for the schema, refusing non-object or malformed schemas, non-local
+    references and patterns a linear-time engine cannot run."""
     if schema.get("type") != "object":
         raise InvalidSchema("output schema must have type 'object' (it becomes a tool input)")
+    check_references(schema)
     try:
         Draft202012Validator.check_schema(schema)
     except SchemaError as exc:
         raise InvalidSchema(f"output schema is not valid JSON Schema: {exc.message}") from exc
-    return Draft202012Validator(schema)
+    return LinearValidator(schema, registry=NO_RETRIEVAL)
 
 
 def cached_validator(schema: dict[str, Any]) -> Draft202012Validator:

@@ -1,0 +1,66 @@
+"""request_id: keyed on the request's content too, shared by replicas (issue 10, item 7).
+
+Two gateway instances (each its own in-memory state) on one real database stand for two
+replicas; the real SDK talks to the scripted stub.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from quiz_contracts.errors import ErrorCode
+from quiz_testkit.anthropic_stub import StubReply
+
+from .test_gateway import expect_error, request
+
+
+async def test_the_same_id_with_another_request_is_a_conflict(make_rig: Any) -> None:
+    rig = make_rig()
+    rig.stub.script(StubReply.slow(0.5, StubReply.tool({"findings": []})))
+    first = asyncio.create_task(rig.gateway.complete(request(request_id="r-1")))
+    await asyncio.sleep(0.2)
+    other = request(request_id="r-1", messages=[{"role": "user", "content": "Something else."}])
+    in_flight = await expect_error(rig.gateway.complete(other), ErrorCode.invalid_request)
+    assert "different request" in in_flight.message
+    done = await first
+    after = await expect_error(rig.gateway.complete(other), ErrorCode.invalid_request)
+    assert "r-1" in after.message
+    # The same request with less time left is the same request.
+    again = await rig.gateway.complete(request(request_id="r-1", deadline_s=5))
+    assert again.call_id == done.call_id
+    assert len(rig.stub.requests) == 1
+
+
+async def test_a_retry_on_another_replica_is_not_paid_twice(make_rig: Any) -> None:
+    one, two = make_rig(), make_rig()
+    one.stub.script(StubReply.slow(0.5, StubReply.tool({"findings": []})))
+    a, b = await asyncio.gather(
+        one.gateway.complete(request(request_id="r-2")),
+        two.gateway.complete(request(request_id="r-2")),
+    )
+    assert a.call_id == b.call_id and a.output == b.output
+    later = await two.gateway.complete(request(request_id="r-2"))
+    assert later.call_id == a.call_id and later.usage == a.usage
+    assert len(one.stub.requests) == 1
+    rows = await one.repo.ledger_rows()
+    assert len(rows) == 1
+
+
+async def test_a_failed_call_may_be_asked_again_anywhere(make_rig: Any) -> None:
+    one, two = make_rig(), make_rig()
+    one.stub.script(StubReply.error(400), StubReply.tool({"findings": []}))
+    await expect_error(one.gateway.complete(request(request_id="r-3")), ErrorCode.llm_failed)
+    reply = await two.gateway.complete(request(request_id="r-3"))
+    assert reply.output == {"findings": []}
+    assert len(one.stub.requests) == 2
+
+
+async def test_expired_keys_are_pruned(make_rig: Any) -> None:
+    rig = make_rig(idempotency_ttl_s=60)
+    first = await rig.gateway.complete(request(request_id="r-4"))
+    rig.clock.now += 61
+    await rig.gateway.sweep()
+    assert await rig.repo.request_row("review:teacher-1:r-4") is None
+    second = await make_rig(clock=rig.clock).gateway.complete(request(request_id="r-4"))
+    assert second.call_id != first.call_id
