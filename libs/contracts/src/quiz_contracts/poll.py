@@ -174,10 +174,12 @@ class PollTallyFrame(CamelModel):
 
 
 class PollIdeaVariant(CamelModel):
-    """One idea key on the board: its first typed spelling, correction, source, count, status."""
+    """One idea key on the board: its typed text, correction, source, count, status."""
 
     key: str
-    text: str = Field(description="As the participant typed it (the first spelling met).")
+    text: str = Field(
+        description="As participants typed it: the most typed spelling, a tie going to the smallest."
+    )
     correction: str | None = Field(description="The model's corrected form; the room reads it.")
     ai: bool = Field(description="The decision on it is the model's (source ai).")
     count: int = Field(ge=0)
