@@ -178,7 +178,7 @@ class PollIdeaVariant(CamelModel):
 
     key: str
     text: str = Field(
-        description="As participants typed it: the most typed spelling, a tie going to the smallest."
+        description="As participants typed it: the most typed spelling (a tie: the smallest)."
     )
     correction: str | None = Field(description="The model's corrected form; the room reads it.")
     ai: bool = Field(description="The decision on it is the model's (source ai).")
