@@ -410,3 +410,15 @@ class PollAiRun(CamelModel):
     calls: int = Field(default=0, ge=0)
     error: PollAiError | None = None
     error_at: datetime | None = None
+
+
+class PollAck(CamelModel):
+    """The reply of `poll.v1.open`, `poll.v1.close` and `poll.v1.join`: the poll as it stands."""
+
+    ok: Literal[True] = True
+    evaluation_id: str
+    settings: PollSettings
+    joined: int = Field(ge=0)
+    answered: int = Field(ge=0)
+    closed: bool
+    frozen: bool
