@@ -26,7 +26,7 @@ import logging
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -42,6 +42,7 @@ from quiz_contracts.poll import (
     BrainstormClose,
     BrainstormOpen,
     ClassroomAudience,
+    IdeaMark,
     MaskedPerson,
     PollAiError,
     PollAiState,
@@ -101,6 +102,15 @@ class LivePoll:
     answers: dict[str, object]
     joined: dict[str, PollJoin]
     version: int
+    # The database version this object was read at: a change at or below it is in it already.
+    loaded_version: int = 0
+    # Versions this replica applied itself since (a remote frame of another one means a reload).
+    local: set[int] = field(default_factory=set)
+    # While a reload reads the database, local changes are also journaled, to be replayed on
+    # the object the reload builds (those committed after its read).
+    reloading: bool = False
+    reload_again: bool = False
+    journal: list[tuple[int, Callable[[LivePoll], None]]] = field(default_factory=list)
     answer_versions: dict[str, int] = field(default_factory=dict)
     frozen: TallySnapshot | None = None
     frozen_board: PollIdeaBoard | None = None
@@ -144,6 +154,7 @@ def _state_to_live(state: PollState) -> LivePoll:
         answers=dict(state.answers),
         joined=joined,
         version=row.version,
+        loaded_version=row.version,
     )
     if row.frozen_view is not None:
         view = row.frozen_view
@@ -249,27 +260,39 @@ class PollService:
         return result
 
     async def _reload(self, evaluation_id: str) -> None:
-        """Re-read a poll another replica changed, keeping this replica's subscribers."""
-        if evaluation_id in self._reloading:
+        """Re-read a poll another replica changed, keeping this replica's subscribers.
+
+        Local changes committed while the read runs are journaled and replayed on the new
+        object when the read did not see them; a remote change noticed meanwhile reads again.
+        """
+        old = self._polls.get(evaluation_id)
+        if old is None:
             return
-        self._reloading.add(evaluation_id)
+        if old.reloading:
+            old.reload_again = True
+            return
+        old.reloading, old.reload_again, old.journal = True, False, []
         try:
-            old = self._polls.get(evaluation_id)
             state = await self.repo.state(evaluation_id)
-            if old is None or state is None:
-                return
-            async with old.lock:
-                new = _state_to_live(state)
-                if new.version <= old.version:
-                    return
-                new.subscribers = old.subscribers
-                new.latest = old.latest
-                new.lock = old.lock
-                self._polls[evaluation_id] = new
-            self.metrics.reloads.inc()
-            self._coalescer.touch(evaluation_id)
-        finally:
-            self._reloading.discard(evaluation_id)
+        except BaseException:
+            old.reloading = False
+            raise
+        old.reloading = False
+        if state is None:
+            return
+        new = _state_to_live(state)
+        for version, change in old.journal:
+            if version > new.loaded_version:
+                change(new)
+                new.local.add(version)
+        old.journal = []
+        new.version = max(new.version, old.version)
+        new.subscribers, new.latest, new.lock = old.subscribers, old.latest, old.lock
+        self._polls[evaluation_id] = new
+        self.metrics.reloads.inc()
+        self._coalescer.touch(evaluation_id)
+        if old.reload_again:
+            self._spawn(self._reload(evaluation_id))
 
     async def _on_remote_frame(self, msg: Msg) -> None:
         try:
@@ -278,15 +301,26 @@ class PollService:
         except (ValueError, KeyError, TypeError):
             return
         live = self._polls.get(evaluation_id)
-        if live is not None and seq > live.version:
+        if live is not None and seq > live.loaded_version and seq not in live.local:
             self._spawn(self._reload(evaluation_id))
 
-    def _changed(self, live: LivePoll, version: int | None) -> None:
-        """A local change committed at `version`: frames are due (and published on NATS)."""
-        if version is not None and version > live.version:
-            live.version = version
+    def _apply(
+        self, evaluation_id: str, version: int | None, change: Callable[[LivePoll], None]
+    ) -> LivePoll:
+        """Apply a committed local change to the poll held now (unless its read holds it
+        already), and make frames due (published on NATS). Never awaits: atomic on the loop."""
+        live = self._polls[evaluation_id]
+        if version is None:
+            change(live)
+        elif version > live.loaded_version:
+            change(live)
+            live.local.add(version)
+            if live.reloading:
+                live.journal.append((version, change))
+            live.version = max(live.version, version)
         live.publish_pending = True
-        self._coalescer.touch(live.row.evaluation_id)
+        self._coalescer.touch(evaluation_id)
+        return live
 
     # --- the platform's edge (NATS) ------------------------------------------------------------
 
@@ -312,25 +346,32 @@ class PollService:
 
     async def close(self, request: BrainstormClose) -> LivePoll:
         """The End: no answer after it; the poll freezes 30 days later."""
+        await self.live(request.evaluation_id)
         row = await self.repo.close(request.evaluation_id, request.closed_at.timestamp())
-        live = await self.live(request.evaluation_id)
-        live.row = row
-        self._changed(live, row.version)
-        return live
+
+        def closed(live: LivePoll) -> None:
+            live.row = _replace_row(live.row, closed_at=row.closed_at)
+
+        return self._apply(request.evaluation_id, row.version, closed)
 
     async def join(self, request: PollJoin) -> LivePoll:
         """A participant joined: counts in `joined`; an account's name joins the masking list."""
-        live = await self.live(request.evaluation_id)
+        await self.live(request.evaluation_id)
         version = await self.repo.join(
             request.evaluation_id, request.participant, request.person, self.clock()
         )
         attempt = request.participant.attempt_id
         person = request.person if request.participant.kind == "account" else None
-        live.joined[attempt] = request.model_copy(update={"person": person})
-        live.tally.join(attempt)
-        if version is not None:
-            self._changed(live, version)
-        return live
+        join = request.model_copy(update={"person": person})
+
+        def joined(live: LivePoll) -> None:
+            live.joined[attempt] = join
+            live.tally.join(attempt)
+
+        if version is None:  # known already (its person may be new): nothing the room sees
+            joined(self._polls[request.evaluation_id])
+            return self._polls[request.evaluation_id]
+        return self._apply(request.evaluation_id, version, joined)
 
     # --- participants ----------------------------------------------------------------------
 
@@ -348,18 +389,21 @@ class PollService:
             raise
         self.metrics.answers.labels("ok").inc()
         attempt = participant.attempt_id
-        # Two answers of one phone may commit in one order and resume in the other: the
-        # tally keeps the one of the higher version.
-        if live.answer_versions.get(attempt, 0) < version:
-            live.answer_versions[attempt] = version
-            payload = {"ideas": ideas}
-            live.answers[attempt] = payload
-            live.tally.set_answer(attempt, payload)
-            if attempt not in live.joined:
-                live.joined[attempt] = PollJoin(
-                    evaluation_id=evaluation_id, participant=participant
-                )
-        self._changed(live, version)
+        payload = {"ideas": ideas}
+
+        def answered(live: LivePoll) -> None:
+            # Two answers of one phone may commit in one order and resume in the other: the
+            # tally keeps the one of the higher version.
+            if live.answer_versions.get(attempt, 0) < version:
+                live.answer_versions[attempt] = version
+                live.answers[attempt] = payload
+                live.tally.set_answer(attempt, payload)
+                if attempt not in live.joined:
+                    live.joined[attempt] = PollJoin(
+                        evaluation_id=evaluation_id, participant=participant
+                    )
+
+        live = self._apply(evaluation_id, version, answered)
         if live.row.ai:
             self._spawn(self.request_ai_pass(evaluation_id))
         return ideas
@@ -430,6 +474,7 @@ class PollService:
                 "This poll closed over 30 days ago: its moderation is read-only.",
             )
         async with live.lock:
+            live = self._polls[evaluation_id]  # a reload may have replaced it meanwhile
             result = apply_idea_action(live.tally.marks, change)
             record = {
                 "change": result.audit.change,
@@ -446,8 +491,7 @@ class PollService:
                 record,
                 self.clock(),
             )
-            live.tally.apply_marks(result.marks)
-            self._changed(live, version)
+            self._apply(evaluation_id, version, _marks_applier(result.marks))
         return await self.board(evaluation_id)
 
     async def reveal(self, evaluation_id: str, actor: str, body: PollRevealBody) -> PollSettings:
@@ -456,6 +500,7 @@ class PollService:
         turning_ai_on = bool(body.ai) and not live.row.ai
         available = await self.ai_available() if turning_ai_on else True
         async with live.lock:
+            live = self._polls[evaluation_id]
             change = apply_switches(
                 live.settings, body, ai_available=available, frozen=self._frozen_now(live)
             )
@@ -477,10 +522,13 @@ class PollService:
                 record={"body": body.model_dump(exclude_none=True), "settings": s.model_dump()},
                 now=self.clock(),
             )
-            live.row = _replace_row(live.row, votes=s.votes, moderation=s.moderation, ai=s.ai)
-            live.tally.apply_marks(written)
-            live.tally.set_moderation(s.moderation)
-            self._changed(live, version)
+
+            def switched(lp: LivePoll) -> None:
+                lp.row = _replace_row(lp.row, votes=s.votes, moderation=s.moderation, ai=s.ai)
+                lp.tally.apply_marks(written)
+                lp.tally.set_moderation(s.moderation)
+
+            live = self._apply(evaluation_id, version, switched)
         return live.settings
 
     # --- live frames ---------------------------------------------------------------------------
@@ -577,9 +625,10 @@ class PollService:
             batch = await asyncio.to_thread(select_batch, answers, marks, sent)
             if not batch.fresh:
                 await self.repo.release(evaluation_id, lease, self.clock())
-                # Look once more: ideas typed between the last read and the release.
+                # Look once more: ideas typed between the last read and the release (an idea
+                # the model left out in this pass waits for the next one: it is in `sent`).
                 again = await asyncio.to_thread(
-                    select_batch, list(live.answers.items()), dict(live.tally.marks)
+                    select_batch, list(live.answers.items()), dict(live.tally.marks), sent
                 )
                 if again.fresh:
                     await self.request_ai_pass(evaluation_id)
@@ -598,18 +647,16 @@ class PollService:
             self.metrics.ai_batches.labels("ok").inc()
             verdicts = read_verdicts(reply.output, call)
             async with live.lock:
-                current = live.tally.marks  # read again: what the teacher did meanwhile counts
+                # Read again (the poll held now): what the teacher did meanwhile counts.
+                current = self._polls[evaluation_id].tally.marks
                 proposed = apply_ai_verdicts(current, verdicts, call.judged, call.known)
                 written, version = await self.repo.write_ai_marks(
                     evaluation_id, marks_to_write(proposed, current), self.clock()
                 )
                 for mark in written:
                     self.metrics.ai_marks.labels(mark.status or "none").inc()
-                live.tally.apply_marks(written)
                 if version is not None:
-                    self._changed(live, version)
-                elif live.subscribers["board"]:
-                    self._coalescer.touch(evaluation_id)
+                    self._apply(evaluation_id, version, _marks_applier(written))
 
     async def _ai_failed(self, live: LivePoll, lease: float, error: PollAiError) -> None:
         """Fail closed: nothing written, the code on the board, the lease freed (retry ≥ 30 s)."""
@@ -631,6 +678,7 @@ class PollService:
         for evaluation_id in await self.repo.due_freeze(now - FREEZE_AFTER.total_seconds()):
             live = await self.live(evaluation_id)
             async with live.lock:
+                live = self._polls[evaluation_id]
                 snap = live.snapshot()
                 board = board_view(
                     live.tally.board(),
@@ -651,19 +699,27 @@ class PollService:
                 version = await self.repo.freeze(evaluation_id, view, now)
                 if not version:
                     continue
-                live.frozen, live.frozen_board = snap, board
-                live.row = _replace_row(live.row, frozen_at=now)
-                for attempt, join in list(live.joined.items()):
-                    if join.participant.kind == "guest":
-                        live.joined.pop(attempt)
-                        live.answers.pop(attempt, None)
-                        live.tally.remove_participant(attempt)
-                self._changed(live, version)
+
+                def frozen(lp: LivePoll, snap: TallySnapshot = snap, board: Any = board) -> None:
+                    lp.frozen, lp.frozen_board = snap, board
+                    lp.row = _replace_row(lp.row, frozen_at=now)
+                    for attempt, join in list(lp.joined.items()):
+                        if join.participant.kind == "guest":
+                            lp.joined.pop(attempt)
+                            lp.answers.pop(attempt, None)
+                            lp.tally.remove_participant(attempt)
+
+                self._apply(evaluation_id, version, frozen)
                 done += 1
         return done
 
 
 def _replace_row(row: PollRow, **changes: Any) -> PollRow:
-    from dataclasses import replace
-
     return replace(row, **changes)
+
+
+def _marks_applier(marks: list[IdeaMark]) -> Callable[[LivePoll], None]:
+    def apply(live: LivePoll) -> None:
+        live.tally.apply_marks(marks)
+
+    return apply

@@ -69,6 +69,7 @@ def poll_settings(nats_url: str, keys: SigningKeys, db: str, **extra: Any) -> Se
         database_url=db,
         frame_interval_s=0.05,
         availability_ttl_s=0,
+        freeze_every_s=0.5,
         **extra,
     )
 
@@ -79,16 +80,21 @@ def clock() -> Clock:
 
 
 @pytest.fixture(scope="module")
+def poll_db(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """The SQLite file of the module's poll service."""
+    return str(tmp_path_factory.mktemp("poll") / "poll.db")
+
+
+@pytest.fixture(scope="module")
 async def service_url(
     nats_url: str,
     signing_keys: SigningKeys,
     gateway: ServiceProcess,
     clock: Clock,
-    tmp_path_factory: pytest.TempPathFactory,
+    poll_db: str,
 ) -> AsyncIterator[str]:
     """poll served in the test's loop on a real socket (SQLite)."""
-    db = tmp_path_factory.mktemp("poll") / "poll.db"
-    settings = poll_settings(nats_url, signing_keys, f"sqlite:///{db}")
+    settings = poll_settings(nats_url, signing_keys, f"sqlite:///{poll_db}")
     async with serve_app(create_app(settings, clock=clock), settings) as url:
         yield url
 
