@@ -8,7 +8,8 @@ Three sections, each against a baseline measured in the same run:
 1. The tally (pure, in process) — described below.
 2. Answers ingested per second through HTTP: the real service process (`quiz_poll.main`, its
    SQLite database, a real nats-server, JWT-verified requests) taking `POST …/poll/answer` from
-   distinct participants over 32 keep-alive connections (target ≥ 1,000/s). Baseline: `GET
+   participants tapping Add, Add, Remove (each tap sends the whole answer, with the phone's
+   token) over 32 keep-alive connections (target ≥ 1,000/s). Baseline: `GET
    …/poll/settings` with the same tokens and connections — the same HTTP, token and routing cost
    with no write — so the ratio is what storing an answer (and updating the tally) adds.
 3. 2,000 concurrent SSE clients (`GET …/poll/stream`, phones) receiving the frame after one
@@ -322,26 +323,28 @@ async def http_bench(args: argparse.Namespace, port: int, nc: nats.NATS, keys: S
     await open_poll(nc, port, keys, evaluation)
     rng = random.Random(args.seed)
     common = vocabulary(rng, 300)
-    tokens = [participant_token(keys, evaluation, f"a{i}") for i in range(args.answers)]
+    # A phone sends its whole answer on every Add and Remove: each participant taps three
+    # times (add, add, remove), the rounds one after another, with the same token each time.
+    people = args.answers // 3
+    tokens = [participant_token(keys, evaluation, f"a{i}") for i in range(people)]
+    typed = [[spelling(rng, rng.choice(common)) for _ in range(2)] for _ in range(people)]
     base = f"/app/api/evaluations/{evaluation}/poll"
-    # Warm-up: connections, the poll loaded, the code paths compiled.
-    await drive(port, [("GET", f"{base}/settings", t, b"") for t in tokens[:200]], 8)
-    gets = [("GET", f"{base}/settings", t, b"") for t in tokens]
+    # Warm-up on other participants: connections, the poll loaded, the code paths compiled.
+    warm = [participant_token(keys, evaluation, f"w{i}") for i in range(200)]
+    await drive(port, [("GET", f"{base}/settings", t, b"") for t in warm], 8)
+    shapes = [lambda i: typed[i][:1], lambda i: typed[i], lambda i: typed[i][1:]]
+    gets = [("GET", f"{base}/settings", tokens[i], b"") for _ in shapes for i in range(people)]
     posts = [
-        (
-            "POST",
-            f"{base}/answer",
-            t,
-            json.dumps({"ideas": [spelling(rng, rng.choice(common)) for _ in range(3)]}).encode(),
-        )
-        for t in tokens
+        ("POST", f"{base}/answer", tokens[i], json.dumps({"ideas": shape(i)}).encode())
+        for shape in shapes
+        for i in range(people)
     ]
     get_s, get_status = await drive(port, gets, args.concurrency)
     post_s, post_status = await drive(port, posts, args.concurrency)
     assert set(get_status) == {200} and set(post_status) == {200}, (get_status, post_status)
     get_rate, post_rate = len(gets) / get_s, len(posts) / post_s
     print(
-        f"HTTP ingest: {args.answers} distinct participants, 3 ideas each, "
+        f"HTTP ingest: {len(posts)} answers of {people} participants (add, add, remove), "
         f"{args.concurrency} keep-alive connections, service on SQLite"
     )
     print(f"  {'route':<34}{'per s':>10}{'mean ms':>10}")
