@@ -414,7 +414,15 @@ async def sse_round(
     return [c.at - started for c in clients]
 
 
-async def sse_bench(args: argparse.Namespace, port: int, nc: nats.NATS, keys: SigningKeys) -> None:
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process so far (Linux /proc), in seconds."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+async def sse_bench(
+    args: argparse.Namespace, port: int, nc: nats.NATS, keys: SigningKeys, pid: int
+) -> None:
     evaluation = "benchsse"
     await open_poll(nc, port, keys, evaluation)
     base = f"/app/api/evaluations/{evaluation}/poll"
@@ -432,12 +440,16 @@ async def sse_bench(args: argparse.Namespace, port: int, nc: nats.NATS, keys: Si
         await asyncio.wait_for(asyncio.gather(*(c.ready.wait() for c in clients)), 120)
         return clients
 
+    cpu: dict[int, float] = {}
+
     async def rounds(clients: list[SseClient], tokens: list[str]) -> list[float]:
         out: list[float] = []
+        started = cpu_seconds(pid)
         for token in tokens:
             body = json.dumps({"ideas": [f"idée {rng.randrange(50)}"]}).encode()
             out += await sse_round(clients, port, base, token, body)
             await asyncio.sleep(0.3)  # past the coalescing interval: each round its own frame
+        cpu[len(clients)] = (cpu_seconds(pid) - started) / len(tokens)
         return out
 
     one = await connect(1)
@@ -454,11 +466,15 @@ async def sse_bench(args: argparse.Namespace, port: int, nc: nats.NATS, keys: Si
         f"SSE fan-out: frame after one answer, POST sent -> frame at the client, "
         f"{args.rounds} rounds (frames coalesced every 0.25 s)"
     )
-    print(f"  {'clients':<34}{'p50 ms':>10}{'p95 ms':>10}{'max ms':>10}{'samples':>9}")
-    for name, values in (("1 (baseline)", single), (f"{args.clients}", fan)):
+    print(
+        f"  {'clients':<20}{'p50 ms':>10}{'p95 ms':>10}{'max ms':>10}"
+        f"{'server CPU ms/round':>21}{'samples':>9}"
+    )
+    for n, name, values in ((1, "1 (baseline)", single), (args.clients, f"{args.clients}", fan)):
         print(
-            f"  {name:<34}{percentile(values, 0.5) * 1000:>10.0f}"
-            f"{percentile(values, 0.95) * 1000:>10.0f}{max(values) * 1000:>10.0f}{len(values):>9}"
+            f"  {name:<20}{percentile(values, 0.5) * 1000:>10.0f}"
+            f"{percentile(values, 0.95) * 1000:>10.0f}{max(values) * 1000:>10.0f}"
+            f"{cpu[n] * 1000:>21.0f}{len(values):>9}"
         )
     p95 = percentile(fan, 0.95)
     ratio = p95 / max(percentile(single, 0.95), 1e-9)
@@ -486,7 +502,7 @@ async def service_benches(args: argparse.Namespace) -> None:
                 if args.only in (None, "http"):
                     await http_bench(args, proc.port, nc, keys)
                 if args.only in (None, "sse"):
-                    await sse_bench(args, proc.port, nc, keys)
+                    await sse_bench(args, proc.port, nc, keys, proc.pid)
             finally:
                 await nc.close()
     finally:
