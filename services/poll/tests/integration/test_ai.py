@@ -21,7 +21,7 @@ from quiz_testkit.anthropic_stub import AnthropicStub, StubReply
 from quiz_testkit.jwt_keys import SigningKeys
 from quiz_testkit.serving import serve_app
 
-from .conftest import Clock, Room, eventually, poll_settings
+from .conftest import Clock, Room, eventually, new_id, poll_settings
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -272,13 +272,17 @@ async def test_a_teachers_mark_is_never_overwritten_and_ai_is_never_retroactive(
 
 
 async def test_two_replicas_run_one_batch_at_a_time(
-    room: Room,
     stub: AnthropicStub,
+    gateway: Any,
     nats_url: str,
     signing_keys: SigningKeys,
-    poll_db: str,
+    database_url: str,
     clock: Clock,
+    nc: Any,
 ) -> None:
+    """Two replicas on one database (SQLite, and PostgreSQL when it answers): answers reach
+    both, one pass holds the lease, the calls never overlap, and both replicas end with the
+    same board (each re-reads what the other changed)."""
     starts: list[float] = []
 
     def slow_judge(body: dict[str, Any]) -> StubReply:
@@ -286,9 +290,13 @@ async def test_two_replicas_run_one_batch_at_a_time(
         return StubReply.slow(1.0, judge(body))
 
     stub.default = StubReply.callable(slow_judge)
-    settings = poll_settings(nats_url, signing_keys, f"sqlite:///{poll_db}")
-    async with serve_app(create_app(settings, clock=clock), settings) as second_url:
-        other = Room(second_url, signing_keys, room.nc, room.id)
+    settings = poll_settings(nats_url, signing_keys, database_url)
+    async with (
+        serve_app(create_app(settings, clock=clock), settings) as first_url,
+        serve_app(create_app(settings, clock=clock), settings) as second_url,
+    ):
+        room = Room(first_url, signing_keys, nc, new_id())
+        other = Room(second_url, signing_keys, nc, room.id)
         await ai_on(room)
         rooms = [room, other]
         await asyncio.gather(
@@ -296,6 +304,12 @@ async def test_two_replicas_run_one_batch_at_a_time(
         )
         await eventually(lambda: all_judged(room), timeout=40)
         await eventually(lambda: all_judged(other), timeout=10)
+
+        async def same() -> bool:
+            return (await room.board())["clusters"] == (await other.board())["clusters"]
+
+        await eventually(same, timeout=10)
+        await room.aclose()
         await other.aclose()
     assert len(starts) == 3
     gaps = [b - a for a, b in itertools.pairwise(starts)]
