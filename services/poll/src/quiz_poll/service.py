@@ -63,7 +63,7 @@ from quiz_poll.domain.ai import (
     retroactive_marks,
     select_batch,
 )
-from quiz_poll.domain.ai_run import RUN_CAP, board_error
+from quiz_poll.domain.ai_run import ERROR_COOLDOWN, RUN_CAP, board_error
 from quiz_poll.domain.board import Bubble
 from quiz_poll.domain.freeze import FREEZE_AFTER
 from quiz_poll.domain.ideas import check_answer
@@ -214,6 +214,10 @@ class PollService:
         # Group commit of answers: those arriving while a transaction runs share the next one.
         self._answer_queue: list[tuple[AnswerToSave, asyncio.Future[int]]] = []
         self._answer_writer: asyncio.Task[None] | None = None
+        # AI passes this replica runs, and its failures' cool-downs: an answer then skips the
+        # claim (a write) that could not succeed. Other replicas' passes are the row's to tell.
+        self._passes: dict[str, float] = {}  # evaluation -> the lease of our pass
+        self._cooling: dict[str, float] = {}
 
     # --- life cycle ----------------------------------------------------------------------------
 
@@ -577,6 +581,8 @@ class PollService:
                 lp.tally.set_moderation(s.moderation)
 
             live = self._apply(evaluation_id, version, switched)
+            if change.ai_turned_on:  # a fresh run: no cool-down left from the last one
+                self._cooling.pop(evaluation_id, None)
         return live.settings
 
     # --- live frames ---------------------------------------------------------------------------
@@ -647,13 +653,34 @@ class PollService:
         live = await self.live(evaluation_id)
         if not live.row.ai or self._frozen_now(live):
             return False
-        if look and not any(key not in live.tally.marks for key in live.tally.keys()):
+        if evaluation_id in self._passes:  # a pass of ours is under way: it reads this idea too
             return False
         now = self.clock()
-        if not await self.repo.claim(evaluation_id, now):
+        if now < self._cooling.get(evaluation_id, 0.0):
             return False
-        self._spawn(self._ai_pass(evaluation_id, now))
+        if look and not any(key not in live.tally.marks for key in live.tally.keys()):
+            return False
+        self._passes[evaluation_id] = now
+        try:
+            claimed = await self.repo.claim(evaluation_id, now)
+        except BaseException:
+            self._end_pass(evaluation_id, now)
+            raise
+        if not claimed:
+            self._end_pass(evaluation_id, now)
+            return False
+        self._spawn(self._run_pass(evaluation_id, now))
         return True
+
+    async def _run_pass(self, evaluation_id: str, lease: float) -> None:
+        try:
+            await self._ai_pass(evaluation_id, lease)
+        finally:
+            self._end_pass(evaluation_id, lease)
+
+    def _end_pass(self, evaluation_id: str, lease: float) -> None:
+        if self._passes.get(evaluation_id) == lease:
+            del self._passes[evaluation_id]
 
     async def _ai_pass(self, evaluation_id: str, lease: float) -> None:
         """One pass: batches of up to 50 new ideas until none is left (FACTS D "Batches")."""
@@ -679,6 +706,7 @@ class PollService:
                 # Look once more, in the database: ideas typed between the last read and the
                 # release, on any replica (whose claim failed while this pass held the lease).
                 # An idea the model left out in this pass waits for the next one (`sent`).
+                self._end_pass(evaluation_id, lease)
                 state = await self.repo.state(evaluation_id)
                 if state is not None:
                     stored = {m.key: m for m in state.marks}
@@ -713,7 +741,9 @@ class PollService:
 
     async def _ai_failed(self, live: LivePoll, lease: float, error: PollAiError) -> None:
         """Fail closed: nothing written, the code on the board, the lease freed (retry ≥ 30 s)."""
-        await self.repo.after_failure(live.row.evaluation_id, lease, error, self.clock())
+        now = self.clock()
+        await self.repo.after_failure(live.row.evaluation_id, lease, error, now)
+        self._cooling[live.row.evaluation_id] = now + ERROR_COOLDOWN.total_seconds()
         self.metrics.ai_batches.labels(error.value).inc()
         log.warning("poll %s: AI batch failed: %s", live.row.evaluation_id, error.value)
         if live.subscribers["board"]:
