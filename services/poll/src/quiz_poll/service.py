@@ -78,7 +78,7 @@ from quiz_poll.domain.views import (
     needs_frame,
     snapshot,
 )
-from quiz_poll.live import KEEPALIVE, Coalescer, Subscriber, sse_event
+from quiz_poll.live import Coalescer, Subscriber, sse_event
 from quiz_poll.metrics import PollMetrics
 from quiz_poll.repository import (
     AiRunRow,
@@ -226,6 +226,17 @@ class PollService:
         self._frames_sub = await self.nc.subscribe(
             subjects.poll_tally_filter(), cb=self._on_remote_frame
         )
+        self._spawn(self._keepalives())
+
+    async def _keepalives(self) -> None:
+        """Every `keepalive_s`, a keep-alive comment to each idle SSE client (proxies close
+        idle streams), all clients at once rather than a timer per client."""
+        while True:
+            await asyncio.sleep(self.keepalive_s)
+            for live in list(self._polls.values()):
+                for subscribers in live.subscribers.values():
+                    for sub in subscribers:
+                        sub.poke()
 
     async def aclose(self) -> None:
         if self._frames_sub is not None:
@@ -635,10 +646,6 @@ class PollService:
         current = self._polls.get(live.row.evaluation_id, live)
         current.subscribers[audience].discard(sub)
         self.metrics.sse_clients.labels(audience).dec()
-
-    @staticmethod
-    def keepalive() -> bytes:
-        return KEEPALIVE
 
     # --- AI ------------------------------------------------------------------------------------
 
