@@ -12,10 +12,11 @@ Replicas: each replica also listens to `poll.v1.*.tally`. A frame of a poll it h
 database (coalesced: one read in flight per poll) and sends its own clients the new frames.
 
 AI (ADR-072 §12–§14, FACTS D "Batches"): an answer claims the lease of `poll_ai_runs` (a
-conditional UPDATE: one pass per poll across replicas); the pass starts `ai_job_delay_s` (3 s)
-later in the replica that claimed it, judges up to 50 new ideas per call with the wall's ideas as
-context until none is left, and releases the lease. A replica that dies mid-pass leaves a lease
-whose heartbeat goes stale after 60 s: the next answer claims it again.
+conditional UPDATE: one pass per poll across replicas) and publishes one `poll.v1.ai.jobs` job
+due `ai_job_delay_s` (3 s) later on a JetStream work queue; the replica that takes the job runs
+the pass: up to 50 new ideas per call with the wall's ideas as context until none is left, then
+it releases the lease. A replica that dies mid-pass leaves its job unacked: it is delivered again
+and the pass goes on under the same lease.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from typing import Any
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 from nats.aio.subscription import Subscription
+from nats.js import JetStreamContext
 
 from quiz_contracts import subjects
 from quiz_contracts.errors import ContractError, ErrorCode
@@ -45,6 +47,7 @@ from quiz_contracts.poll import (
     IdeaMark,
     MaskedPerson,
     PollAiError,
+    PollAiJob,
     PollAiState,
     PollIdeaAction,
     PollIdeaBoard,
@@ -88,6 +91,7 @@ from quiz_poll.repository import (
     PollRow,
     PollState,
 )
+from quiz_servicekit.jetstream import publish
 from quiz_servicekit.llm import LlmClient
 
 log = logging.getLogger(__name__)
@@ -186,6 +190,7 @@ class PollService:
         *,
         repo: PollRepository,
         nc: NATS,
+        js: JetStreamContext | None = None,
         llm: LlmClient,
         metrics: PollMetrics,
         frame_interval_s: float = 0.25,
@@ -197,6 +202,7 @@ class PollService:
     ) -> None:
         self.repo = repo
         self.nc = nc
+        self.js = js
         self.llm = llm
         self.metrics = metrics
         self.keepalive_s = keepalive_s
@@ -217,6 +223,7 @@ class PollService:
         # AI passes this replica runs, and its failures' cool-downs: an answer then skips the
         # claim (a write) that could not succeed. Other replicas' passes are the row's to tell.
         self._passes: dict[str, float] = {}  # evaluation -> the lease of our pass
+        self._claimed: dict[str, float] = {}  # evaluation -> when the job claimed here starts
         self._cooling: dict[str, float] = {}
 
     # --- life cycle ----------------------------------------------------------------------------
@@ -653,37 +660,58 @@ class PollService:
         return people_to_mask(live.row.roster, live.joined.values())
 
     async def request_ai_pass(self, evaluation_id: str, *, look: bool = True) -> bool:
-        """Claim the lease when free and start the pass `ai_job_delay_s` later; True if claimed.
+        """Claim the lease when free and send the pass job, due `ai_job_delay_s` (3 s) later;
+        True if claimed.
 
         `look`: first check this replica's tally holds an idea with no mark (False when the
-        caller read the database and found one)."""
+        caller read the database and found one). Skipped without a write: a pass running here
+        (it reads this idea too), a job claimed here and not started yet (it will), a failure
+        of ours less than 30 s old (the row would refuse)."""
         live = await self.live(evaluation_id)
         if not live.row.ai or self._frozen_now(live):
             return False
-        if evaluation_id in self._passes:  # a pass of ours is under way: it reads this idea too
-            return False
         now = self.clock()
-        if now < self._cooling.get(evaluation_id, 0.0):
+        if (
+            evaluation_id in self._passes
+            or now < self._claimed.get(evaluation_id, 0.0)
+            or now < self._cooling.get(evaluation_id, 0.0)
+        ):
             return False
         if look and not any(key not in live.tally.marks for key in live.tally.keys()):
             return False
-        self._passes[evaluation_id] = now
-        try:
-            claimed = await self.repo.claim(evaluation_id, now)
-        except BaseException:
-            self._end_pass(evaluation_id, now)
-            raise
-        if not claimed:
-            self._end_pass(evaluation_id, now)
+        if not await self.repo.claim(evaluation_id, now):
             return False
-        self._spawn(self._run_pass(evaluation_id, now))
+        due = now + self.ai_job_delay_s
+        self._claimed[evaluation_id] = due
+        job = PollAiJob(evaluation_id=evaluation_id, lease=now, due_at=_dt(due))
+        if self.js is None:
+            self._spawn(self.run_ai_job(job))
+            return True
+        try:
+            await publish(self.js, subjects.POLL_AI_JOBS, job, msg_id=f"{evaluation_id}:{now!r}")
+        except ContractError as e:  # no stream (JetStream down): the pass runs here
+            log.warning("poll %s: AI job not queued (%s); running it here", evaluation_id, e)
+            self._spawn(self.run_ai_job(job))
         return True
 
-    async def _run_pass(self, evaluation_id: str, lease: float) -> None:
+    async def run_ai_job(self, job: PollAiJob) -> None:
+        """The `poll.v1.ai.jobs` job: at its due time, the pass under the job's lease."""
+        wait = job.due_at.timestamp() - self.clock()
+        if wait > 0:
+            await asyncio.sleep(wait)
+        evaluation_id = job.evaluation_id
         try:
-            await self._ai_pass(evaluation_id, lease)
+            await self.live(evaluation_id)
+        except ContractError as e:
+            if e.code is not ErrorCode.not_found:
+                raise
+            log.warning("poll %s: AI job for a poll this database does not hold", evaluation_id)
+            return
+        self._passes[evaluation_id] = job.lease
+        try:
+            await self._ai_pass(evaluation_id, job.lease)
         finally:
-            self._end_pass(evaluation_id, lease)
+            self._end_pass(evaluation_id, job.lease)
 
     def _end_pass(self, evaluation_id: str, lease: float) -> None:
         if self._passes.get(evaluation_id) == lease:
@@ -691,8 +719,6 @@ class PollService:
 
     async def _ai_pass(self, evaluation_id: str, lease: float) -> None:
         """One pass: batches of up to 50 new ideas until none is left (FACTS D "Batches")."""
-        if self.ai_job_delay_s:
-            await asyncio.sleep(self.ai_job_delay_s)
         sent: set[str] = set()
         while True:
             live = await self.live(evaluation_id)

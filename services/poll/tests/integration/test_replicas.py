@@ -67,3 +67,33 @@ async def test_two_replicas_run_one_batch_at_a_time(
     assert len(starts) == 3
     gaps = [b - a for a, b in itertools.pairwise(starts)]
     assert all(g >= 0.95 for g in gaps), gaps  # never two calls at once
+
+
+async def test_the_pass_survives_the_replica_that_claimed_it(
+    stub: AnthropicStub,
+    gateway: Any,
+    nats_url: str,
+    signing_keys: SigningKeys,
+    tmp_path: Any,
+    clock: Clock,
+    nc: Any,
+) -> None:
+    """The replica whose answer claimed the lease stops before the job is due: its shutdown
+    either finishes the job within its grace period or hands it back unacked to the queue, where
+    the other replica takes it under the same lease. Either way the ideas are judged, once."""
+    stub.default = StubReply.callable(judge)
+    settings = poll_settings(nats_url, signing_keys, f"sqlite:///{tmp_path / 'poll.db'}")
+    async with serve_app(create_app(settings, clock=clock), settings) as second_url:
+        other = Room(second_url, signing_keys, nc, new_id())
+        async with serve_app(create_app(settings, clock=clock), settings) as first_url:
+            room = Room(first_url, signing_keys, nc, other.id)
+            await ai_on(room)
+            r = await room.answer("a1", ["respirer", "gros mot"])
+            assert r.status_code == 200
+            await room.aclose()
+        # The first replica is stopping before the job's 3 s.
+        await eventually(lambda: all_judged(other), timeout=40)
+        statuses = await other.statuses()
+        assert statuses["gros mot"]["status"] == "hidden"
+        assert len(stub.requests) == 1
+        await other.aclose()
