@@ -19,6 +19,7 @@ from quiz_contracts.llm import (
     UsageReply,
     UsageRequest,
 )
+from quiz_contracts.poll import BrainstormClose, BrainstormOpen, PollAck, PollAiJob, PollJoin
 from quiz_contracts.review import (
     QuestionDeleted,
     QuestionRetired,
@@ -96,6 +97,28 @@ OPERATIONS: tuple[Operation, ...] = (
         FixCall,
         FixReply,
     ),
+    Operation(
+        subjects.POLL_OPEN,
+        "poll",
+        "Open a brainstorm for an evaluation, or run one again (againOf: no mark, AI off); "
+        "idempotent.",
+        BrainstormOpen,
+        PollAck,
+    ),
+    Operation(
+        subjects.POLL_CLOSE,
+        "poll",
+        "The End of a brainstorm: no answer after it; it freezes 30 days later.",
+        BrainstormClose,
+        PollAck,
+    ),
+    Operation(
+        subjects.POLL_JOIN,
+        "poll",
+        "A participant joined (an attempt, guest or account); an account's name is masked.",
+        PollJoin,
+        PollAck,
+    ),
 )
 
 
@@ -162,6 +185,15 @@ CHANNELS: tuple[Channel, ...] = (
         "send",
         "What became of one review request: the version's review, or why there is none.",
         ReviewCompleted,
+    ),
+    Channel(
+        subjects.POLL_AI_JOBS,
+        subjects.POLL_AI_STREAM,
+        "poll",
+        "receive",
+        "Run a poll's AI pass (published by poll itself when an answer claims the lease; due "
+        "3 s later; set Nats-Msg-Id to <evaluation>:<lease>).",
+        PollAiJob,
     ),
 )
 
