@@ -179,6 +179,9 @@ class AnthropicProvider:
             max_retries=0,
             timeout=timeout_s,
             http_client=anthropic.DefaultAioHttpClient(timeout=timeout_s),
+            # The gateway makes its own GenAI span per request (below), with the purpose;
+            # the SDK's second span per call, and a traceparent for the provider, are pure cost.
+            open_telemetry={"traces": False, "propagation": False},
         )
         self._effort: dict[str, tuple[float, frozenset[str]]] = {}
         self._effort_lock = asyncio.Lock()
