@@ -1,0 +1,122 @@
+"""The locked bus (issue 15): nats-server runs with quiz_contracts.bus's users and permissions,
+and refuses what a user may not do — proven against a real server and the real gateway."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import nats
+import pytest
+from nats.errors import NoRespondersError
+from nats.errors import TimeoutError as NatsTimeoutError
+
+from quiz_contracts import bus
+from quiz_contracts import subjects as s
+from quiz_testkit.nats_server import NatsServer
+
+pytestmark = pytest.mark.integration
+
+
+def test_every_rendered_configuration_is_current() -> None:
+    """deploy/nats/accounts.conf and the Helm values are renders of the table, up to date."""
+    import importlib.util
+
+    root = Path(__file__).resolve().parents[2]
+    spec = importlib.util.spec_from_file_location("gen", root / "scripts" / "gen_nats_config.py")
+    assert spec and spec.loader
+    gen = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gen)
+    for path, text in gen.renders().items():
+        assert path.read_text() == text, f"{path} is stale: run scripts/gen_nats_config.py"
+
+
+def test_the_table_grants_what_the_issue_says() -> None:
+    llm_callers = {u.name for u in bus.USERS if s.LLM_COMPLETE in u.publish and u.name != "ops"}
+    assert llm_callers == {"editor-assist", "review", "poll", "lesson-fix"}
+    runner_callers = {u.name for u in bus.USERS if s.RUNNER_RUN in u.publish}
+    assert runner_callers == {"editor-assist"}
+    assert set(bus.user("platform").publish) == {s.REVIEW_REQUESTS, "questions.v1.>"}
+    # No service may touch the JetStream API account-wide.
+    for u in bus.USERS:
+        if u.name != "ops":
+            assert not any(
+                p in ("$JS.API.>", ">", "$JS.>") for p in bus.permissions(u)["publish"]["allow"]
+            )  # type: ignore[index]
+
+
+async def _connect(url: str) -> tuple[nats.NATS, list[Exception]]:
+    errors: list[Exception] = []
+
+    async def on_error(e: Exception) -> None:
+        errors.append(e)
+
+    return await nats.connect(url, error_cb=on_error, allow_reconnect=False), errors
+
+
+async def test_refusals_on_the_locked_bus(tmp_path: Path) -> None:
+    server = NatsServer(tmp_path / "nats").start()
+    try:
+        # A responder on llm.v1.complete that counts what reaches it (the gateway's queue).
+        gateway, _ = await _connect(server.url_for("llm-gateway"))
+        seen: list[bytes] = []
+
+        async def answer(msg: nats.aio.msg.Msg) -> None:
+            seen.append(msg.data)
+            await msg.respond(b"{}")
+
+        await gateway.subscribe(s.LLM_COMPLETE, "llm-gateway", cb=answer)
+        await gateway.flush()
+        payload = b"{}"  # the subject is what is refused, not the body
+
+        # A caller with the right gets through.
+        caller, _ = await _connect(server.url_for("editor-assist"))
+        reply = await caller.request(s.LLM_COMPLETE, payload, timeout=2)
+        assert reply.data == b"{}" and len(seen) == 1
+
+        # The runner, the platform's publishers and monitoring may not request the gateway.
+        for name in ("runner", "platform", "monitor"):
+            client, errors = await _connect(server.url_for(name))
+            with pytest.raises((NatsTimeoutError, NoRespondersError)):
+                await client.request(s.LLM_COMPLETE, payload, timeout=0.5)
+            await asyncio.sleep(0.1)
+            assert any("permissions violation" in str(e).lower() for e in errors), (name, errors)
+            await client.close()
+        assert len(seen) == 1, "a refused request reached the gateway"
+
+        # Only editor-assist may request the runner.
+        client, errors = await _connect(server.url_for("review"))
+        with pytest.raises((NatsTimeoutError, NoRespondersError)):
+            await client.request(s.RUNNER_RUN, b"{}", timeout=0.5)
+        await asyncio.sleep(0.1)
+        assert any("permissions violation" in str(e).lower() for e in errors)
+        await client.close()
+
+        # An outside publisher may publish a review request and question events, not more.
+        platform, errors = await _connect(server.url_for("platform"))
+        ops, _ = await _connect(server.url)
+        got: list[str] = []
+
+        async def record(msg: nats.aio.msg.Msg) -> None:
+            got.append(msg.subject)
+
+        await ops.subscribe(">", cb=record)
+        await ops.flush()
+        await platform.publish(s.REVIEW_REQUESTS, b"{}")
+        await platform.publish(s.QUESTION_VERSION_PUBLISHED, b"{}")
+        await platform.publish("llm.v1.ledger.settle", b"{}")
+        await platform.publish("$JS.API.STREAM.DELETE.DLQ", b"")
+        await platform.flush()
+        await asyncio.sleep(0.3)
+        assert s.REVIEW_REQUESTS in got and s.QUESTION_VERSION_PUBLISHED in got
+        assert "llm.v1.ledger.settle" not in got and "$JS.API.STREAM.DELETE.DLQ" not in got
+        assert sum("permissions violation" in str(e).lower() for e in errors) >= 2
+
+        # No credentials, or wrong ones: no connection at all.
+        with pytest.raises(Exception, match=r"(?i)authorization"):
+            await nats.connect(server.plain_url, allow_reconnect=False, max_reconnect_attempts=0)
+        assert server.violations(), "the server logs what it refused"
+        for c in (gateway, caller, platform, ops):
+            await c.close()
+    finally:
+        server.stop()
