@@ -133,25 +133,21 @@ def panels() -> list[dict[str, Any]]:
         ),
         _row("Poll"),
         _panel(
-            "Poll requests (open, close, join, answers) by endpoint and outcome",
+            "Live frames built by audience, and frames dropped (slow SSE clients)",
             [
-                (
-                    "sum by (endpoint, outcome) (rate(quiz_poll_nats_requests_total[5m]))",
-                    "{{endpoint}} {{outcome}}",
-                ),
-                ("sum by (route) (rate(quiz_poll_http_requests_total[5m]))", "{{route}}"),
+                ("sum by (audience) (rate(quiz_poll_frames_total[5m]))", "{{audience}}"),
+                ("sum(rate(quiz_poll_frames_dropped_total[5m]))", "dropped"),
+                ("sum by (audience) (quiz_poll_sse_clients)", "SSE clients {{audience}}"),
             ],
-            unit="reqps",
+            unit="short",
         ),
         _panel(
-            "AI batches (JetStream work) by outcome",
+            "AI batches and answers by outcome",
             [
+                ("sum by (outcome) (rate(quiz_poll_ai_batches_total[5m]))", "batch {{outcome}}"),
+                ("sum by (outcome) (rate(quiz_poll_answers_total[5m]))", "answer {{outcome}}"),
                 (
-                    "sum by (consumer, outcome) (rate(quiz_poll_consumer_messages_total[5m]))",
-                    "{{consumer}} {{outcome}}",
-                ),
-                (
-                    'sum(rate(quiz_llm_gateway_calls_total{purpose="poll"}[5m])) by (outcome)',
+                    'sum by (outcome) (rate(quiz_llm_gateway_calls_total{purpose="poll"}[5m]))',
                     "model calls {{outcome}}",
                 ),
             ],

@@ -15,7 +15,8 @@ Rules (docs/operations.md, "The locked bus"):
 - the JetStream API is open to a service for its own streams (and the KV buckets, which are
   streams `KV_<bucket>`) only, never the whole account;
 - outside publishers (the platform's other services) may publish `review.v1.requests` and the
-  question store's `questions.v1.>` events, nothing else; `monitor` may ping `$SRV.>`;
+  question store's `questions.v1.>` events, and request the poll's edge (`poll.v1.open|close|
+  join`), nothing else; `monitor` may ping `$SRV.>`;
 - `ops` is the operators' account-wide user (the `nats` CLI, `quiz_servicekit.dead_letters`);
   no service runs with it.
 
@@ -40,6 +41,8 @@ DEAD_LETTER_STREAMS = ("DLQ", "DLQ_ADVISORIES")
 DEAD_LETTER_SUBJECTS = ("dlq.>",)
 
 LLM_REQUESTS = (s.LLM_COMPLETE, s.LLM_AVAILABILITY, s.LLM_USAGE)
+# poll's request/reply edge for the platform (poll.v1.open|close|join).
+POLL_EDGE = tuple(f"{s.POLL_PREFIX}.{verb}" for verb in ("open", "close", "join"))
 
 
 @dataclass(frozen=True)
@@ -124,11 +127,12 @@ USERS: tuple[BusUser, ...] = (
         publish=LLM_REQUESTS,
         subscribe=(f"{s.LESSON_FIX_PREFIX}.>",),
     ),
-    # The platform's other services: review requests and the question store's events only
-    # (JetStream publishes: the stream's ack comes back on _INBOX).
+    # The platform's other services: review requests and the question store's events
+    # (JetStream publishes: the stream's ack comes back on _INBOX), and the poll's edge
+    # (ADR-071: the platform opens, closes and joins polls, request/reply).
     BusUser(
         "platform",
-        publish=(s.REVIEW_REQUESTS, "questions.v1.>"),
+        publish=(s.REVIEW_REQUESTS, "questions.v1.>", *POLL_EDGE),
         responds=False,
         service=False,
     ),
