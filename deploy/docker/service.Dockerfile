@@ -1,4 +1,3 @@
-# syntax=docker/dockerfile:1
 # Every service but the runner (which adds toolchains): one file, the service as a build arg.
 # Build from the repository root (the uv workspace), e.g.
 #   docker build -f deploy/docker/service.Dockerfile --build-arg SERVICE=review -t quiz-${SERVICE} .

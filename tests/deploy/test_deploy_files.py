@@ -115,7 +115,8 @@ def test_compose_services_reach_nats_and_their_database() -> None:
     compose = yaml.safe_load(COMPOSE_FILE.read_text())["services"]
     for name in workspace_services():
         env = compose[name]["environment"]
-        assert env["NATS_URL"] == "nats://nats:4222", name
+        assert env["NATS_URL"] == "nats://127.0.0.1:14222", name
+        assert env["NATS_USER"] == name and env["NATS_PASSWORD"].startswith("${"), name
         assert env["JWKS_FILE"], name
         if "DATABASE_URL" in env:
             assert env["DATABASE_URL"].startswith("postgresql+psycopg://"), name
@@ -304,11 +305,27 @@ def test_nginx_passes_authorization_and_traceparent() -> None:
 
 
 def test_nginx_upstreams_are_compose_services() -> None:
+    """Every upstream is a compose service's port on the host's loopback (host network)."""
     compose = yaml.safe_load(COMPOSE_FILE.read_text())["services"]
-    hosts = re.findall(r"^\s*server\s+([\w-]+):8080;", NGINX_CONF.read_text(), re.M)
-    assert hosts
-    for host in hosts:
-        assert host in compose, host
+    ports = {
+        str(svc["environment"]["HTTP_PORT"]): name
+        for name, svc in compose.items()
+        if "HTTP_PORT" in (svc.get("environment") or {})
+    }
+    upstreams = re.findall(
+        r"upstream (\w+) \{\s*server 127\.0\.0\.1:(\d+);", NGINX_CONF.read_text(), re.M
+    )
+    assert upstreams
+    for upstream, port in upstreams:
+        assert ports.get(port, "").replace("-", "_") == upstream, (upstream, port)
+
+
+def test_compose_runs_on_the_host_network() -> None:
+    """An engine started with --bridge=none has no other network (docker-compose.yml)."""
+    compose = yaml.safe_load(COMPOSE_FILE.read_text())["services"]
+    for name, svc in compose.items():
+        assert svc.get("network_mode") == "host", name
+        assert "ports" not in svc, name
 
 
 def test_nginx_accepts_the_config(tmp_path: Path) -> None:
