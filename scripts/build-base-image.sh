@@ -21,10 +21,16 @@ debootstrap --variant=minbase \
     --include=python3,python3-venv,python3-pip,python-is-python3,ca-certificates,wget \
     bookworm "$root/rootfs" "$mirror" >&2
 echo "deb $mirror bookworm-updates main" >> "$root/rootfs/etc/apt/sources.list"
+# The build host's own CAs (a TLS-intercepting proxy's, as on our CI machines) are trusted in
+# the image too, so `pip install uv` and `uv sync` reach PyPI from where the host does.
+if ls /usr/local/share/ca-certificates/*.crt >/dev/null 2>&1; then
+    cp /usr/local/share/ca-certificates/*.crt "$root/rootfs/usr/local/share/ca-certificates/"
+    chroot "$root/rootfs" update-ca-certificates >&2
+fi
 rm -rf "$root"/rootfs/var/cache/apt/archives/*.deb "$root"/rootfs/var/lib/apt/lists/*
 # PIP_BREAK_SYSTEM_PACKAGES: the Dockerfiles `pip install uv` into the image's own Python, as
 # on python:3.11-slim (Debian's Python refuses that by default, PEP 668).
 tar -C "$root/rootfs" -c . | docker import \
-    --change 'ENV PIP_BREAK_SYSTEM_PACKAGES=1 LANG=C.UTF-8' \
+    --change 'ENV PIP_BREAK_SYSTEM_PACKAGES=1 LANG=C.UTF-8 SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt PIP_CERT=/etc/ssl/certs/ca-certificates.crt' \
     --change 'CMD ["/bin/bash"]' - "$tag"
 echo "built $tag"

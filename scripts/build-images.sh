@@ -5,13 +5,14 @@
 #                         (scripts/build-base-image.sh: no registry needed)
 #   BASE_IMAGE=python:3.11-slim make images   -> the registry's image, elsewhere
 # Builds run with --network host (an engine started with --bridge=none has no other network for
-# RUN steps) and BuildKit (the uv cache mounts). Prints each build's duration.
+# RUN steps); BuildKit when the docker CLI has buildx, the classic builder otherwise (the
+# Dockerfiles need nothing of BuildKit). Prints each build's duration.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tag=${TAG:-dev}
 base=${BASE_IMAGE:-quiz-base:bookworm}
 if [ "$base" = quiz-base:bookworm ]; then scripts/build-base-image.sh "$base"; fi
-export DOCKER_BUILDKIT=1
+if docker buildx version >/dev/null 2>&1; then export DOCKER_BUILDKIT=1; else export DOCKER_BUILDKIT=0; fi
 build() {  # build NAME ARGS...
     local name=$1 start=$SECONDS; shift
     docker build -q --network host --build-arg "PYTHON_IMAGE=$base" -t "quiz-$name:$tag" "$@" >/dev/null

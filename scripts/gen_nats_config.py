@@ -23,6 +23,15 @@ from quiz_contracts.subjects import NATS_MAX_PAYLOAD
 
 ROOT = Path(__file__).resolve().parent.parent
 ACCOUNTS_CONF = ROOT / "deploy" / "nats" / "accounts.conf"
+DEV_OVERLAY = ROOT / "deploy" / "k8s" / "overlays" / "dev"
+# The dev overlay's databases (its single PostgreSQL in quiz-data) and NATS (its single node).
+DEV_DATABASES = {
+    "llm-gateway": "llm_gateway",
+    "review": "review",
+    "poll": "poll",
+    "lesson-fix": "lesson_fix",
+}
+DEV_POSTGRES = "postgres.quiz-data.svc.cluster.local:5432"
 HELM_VALUES = ROOT / "deploy" / "helm" / "nats-values.yaml"
 
 HELM_HEADER = """\
@@ -76,9 +85,43 @@ def helm_values() -> str:
     return header + yaml.safe_dump(values, sort_keys=False, width=100)
 
 
+def dev_password(user: str) -> str:
+    """The dev overlay's password of `user`: public, for a developer's cluster only."""
+    return f"dev-only-{user}"
+
+
+def dev_overlay_files() -> dict[Path, str]:
+    """The dev overlay's NATS config, its users' passwords and each service's Secret."""
+    head = "# Rendered by scripts/gen_nats_config.py (dev values, public: never in production).\n"
+    files = {
+        DEV_OVERLAY / "nats" / "accounts.conf": bus.nats_accounts_config(),
+        DEV_OVERLAY / "nats" / "users.env": head
+        + "".join(f"{bus.password_env(u.name)}={dev_password(u.name)}\n" for u in bus.USERS),
+    }
+    for u in bus.USERS:
+        if not u.service:
+            continue
+        lines = [f"NATS_USER={u.name}", f"NATS_PASSWORD={dev_password(u.name)}"]
+        if u.name in DEV_DATABASES:
+            db = DEV_DATABASES[u.name]
+            lines.append(f"DATABASE_URL=postgresql+psycopg://quiz:quiz@{DEV_POSTGRES}/{db}")
+        if u.name == "llm-gateway":
+            # Empty: the gateway answers llm_not_configured; a key goes in a local patch.
+            lines.append("ANTHROPIC_API_KEY=")
+        if u.name == "lesson-fix":
+            # No siteverify secret: the dev overlay turns verification off (and says so).
+            lines.append("LESSON_FIX_VERIFY_SECRET=")
+        files[DEV_OVERLAY / "secrets" / f"{u.name}.env"] = head + "\n".join(lines) + "\n"
+    return files
+
+
 def renders() -> dict[Path, str]:
     """Each committed file and the text it must hold."""
-    return {ACCOUNTS_CONF: bus.nats_accounts_config(), HELM_VALUES: helm_values()}
+    return {
+        ACCOUNTS_CONF: bus.nats_accounts_config(),
+        HELM_VALUES: helm_values(),
+        **dev_overlay_files(),
+    }
 
 
 def main(argv: list[str]) -> int:

@@ -129,9 +129,7 @@ def stack(engine: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Si
     )
     assert build.returncode == 0, build.stdout + build.stderr
     print(f"\n{build.stdout}images: {time.monotonic() - start:.0f} s", file=sys.stderr)
-    subprocess.run(
-        [sys.executable, str(ROOT / "scripts" / "compose_env.py")], cwd=ROOT, check=True
-    )
+    subprocess.run([sys.executable, str(ROOT / "scripts" / "compose_env.py")], cwd=ROOT, check=True)
     keys = SigningKeys.load_or_create(ROOT / ".data" / "dev-keys")
     stub_port = free_port()
     stub_log = (tmp_path_factory.mktemp("stub") / "stub.log").open("wb")
