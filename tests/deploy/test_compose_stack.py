@@ -90,17 +90,36 @@ def engine() -> Iterator[None]:
     proc.wait(30)
 
 
-def _compose(*args: str, env: dict[str, str], timeout: float = 600) -> str:
+def _compose_files() -> list[str]:
+    """docker-compose.yml, and the runner's sandbox override for this docker-compose."""
+    version = subprocess.run(
+        ["docker-compose", "version", "--short"], capture_output=True, text=True
+    ).stdout.strip()
+    override = (
+        "deploy/compose/runner-proc-v1.yml"
+        if version.startswith("1.")
+        else "deploy/compose/runner-sandbox.yml"
+    )
+    return ["-f", "docker-compose.yml", "-f", override]
+
+
+def _compose(*args: str, env: dict[str, str], timeout: float = 600, check: bool = True) -> str:
     done = subprocess.run(
-        ["docker-compose", "-p", PROJECT, "--env-file", ".data/compose.env", *args],
+        ["docker-compose", "-p", PROJECT, "--env-file", ".data/compose.env", *_compose_files()]
+        + list(args),
         cwd=ROOT,
         env=env,
         capture_output=True,
         text=True,
         timeout=timeout,
     )
-    assert done.returncode == 0, f"docker-compose {' '.join(args)}:\n{done.stdout}\n{done.stderr}"
-    return done.stdout
+    if check and done.returncode != 0:
+        ps = _compose("ps", env=env, check=False)
+        logs = _compose("logs", "--tail", "25", env=env, check=False)
+        pytest.fail(
+            f"docker-compose {' '.join(args)}:\n{done.stdout}\n{done.stderr}\n{ps}\n{logs[-8000:]}"
+        )
+    return done.stdout + done.stderr
 
 
 def _leftovers() -> list[str]:
