@@ -15,7 +15,7 @@ if [ "$base" = quiz-base:bookworm ]; then scripts/build-base-image.sh "$base"; f
 if docker buildx version >/dev/null 2>&1; then export DOCKER_BUILDKIT=1; else export DOCKER_BUILDKIT=0; fi
 build() {  # build NAME ARGS...
     local name=$1 start=$SECONDS; shift
-    docker build -q --network host --build-arg "PYTHON_IMAGE=$base" -t "quiz-$name:$tag" "$@" >/dev/null
+    docker build -q --force-rm --network host --build-arg "PYTHON_IMAGE=$base" -t "quiz-$name:$tag" "$@" >/dev/null
     echo "quiz-$name:$tag built in $((SECONDS - start)) s"
 }
 for target in nats postgres nginx; do

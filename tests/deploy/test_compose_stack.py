@@ -105,8 +105,12 @@ def _compose_files() -> list[str]:
 
 def _compose(*args: str, env: dict[str, str], timeout: float = 600, check: bool = True) -> str:
     done = subprocess.run(
-        ["docker-compose", "-p", PROJECT, "--env-file", ".data/compose.env", *_compose_files()]
-        + list(args),
+        [
+            "docker-compose",
+            *("-p", PROJECT, "--env-file", ".data/compose.env"),
+            *_compose_files(),
+            *args,
+        ],
         cwd=ROOT,
         env=env,
         capture_output=True,
