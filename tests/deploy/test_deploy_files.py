@@ -268,8 +268,6 @@ ROUTES = {
     "/app/api/review/runs": "review",
     "/app/api/pools/7/review": "review",
     "/app/api/pools/7/reviews/3": "review",
-    "/app/api/questions/42/review": "review",
-    "/app/api/questions/42/review/fix": "review",
     "/app/api/evaluations/9/poll/stream": "poll",
     "/app/api/evaluations/9/poll/ideas": "poll",
     "/app/api/lessons/check": "lesson_fix",
