@@ -268,10 +268,10 @@ ROUTES = {
     "/app/api/review/runs": "review",
     "/app/api/pools/7/review": "review",
     "/app/api/pools/7/reviews/3": "review",
-    "/app/api/evaluations/9/poll/stream": "poll",
     "/app/api/evaluations/9/poll/ideas": "poll",
     "/app/api/lessons/check": "lesson_fix",
     "/app/api/lessons/fix": "lesson_fix",
+    "/app/api/evaluations/9/poll/stream": "poll",
 }
 
 
