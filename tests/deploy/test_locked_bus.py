@@ -140,3 +140,51 @@ async def test_refusals_on_the_locked_bus(tmp_path: Path) -> None:
             await c.close()
     finally:
         server.stop()
+
+
+def test_a_service_reads_its_own_credentials(tmp_path: Path) -> None:
+    from quiz_servicekit.natsio import nats_auth
+    from quiz_servicekit.settings import ServiceSettings
+
+    creds = tmp_path / "creds"
+    creds.mkdir()
+    (creds / "review.password").write_text("s3cret\n")
+    settings = ServiceSettings(nats_credentials_dir=str(creds))
+    assert nats_auth(settings, "review") == {"user": "review", "password": "s3cret"}
+    # A service the directory has no file for keeps the URL's own credentials (if any).
+    assert nats_auth(settings, "poll") == {}
+    # NATS_USER/NATS_PASSWORD win over the directory.
+    explicit = ServiceSettings(
+        nats_credentials_dir=str(creds), nats_user="review", nats_password="other"
+    )
+    assert nats_auth(explicit, "review") == {"user": "review", "password": "other"}
+    assert nats_auth(ServiceSettings(nats_credentials_dir=None), "review") == {}
+
+
+async def test_a_service_connects_as_itself_even_on_the_operators_url(tmp_path: Path) -> None:
+    """The kit's connection takes the service's user over the ops credentials of the test
+    kit's URL: services under test run with their own rights, not the harness's."""
+    from quiz_servicekit.natsio import connect_nats, nats_auth
+    from quiz_servicekit.settings import ServiceSettings
+
+    server = NatsServer(tmp_path / "nats").start()
+    try:
+        settings = ServiceSettings(
+            nats_url=server.url, nats_credentials_dir=str(server.credentials_dir)
+        )
+        errors: list[Exception] = []
+        nc = await connect_nats(settings.nats_url, "runner", **nats_auth(settings, "runner"))
+        nc._error_cb = _collect(errors)  # type: ignore[attr-defined]  # see the errors it gets
+        await nc.publish(s.LLM_COMPLETE, b"{}")
+        await nc.flush()
+        assert await _eventually(lambda: _refused(errors) >= 1), errors
+        await nc.close()
+    finally:
+        server.stop()
+
+
+def _collect(errors: list[Exception]) -> object:
+    async def cb(e: Exception) -> None:
+        errors.append(e)
+
+    return cb
