@@ -83,17 +83,9 @@ def stream_api(stream: str) -> tuple[str, ...]:
 # lookup by subject).
 JS_ACCOUNT_READ = ("$JS.API.INFO", "$JS.API.STREAM.NAMES")
 
-_JS_SERVICE = dict(streams=DEAD_LETTER_STREAMS)
-
 USERS: tuple[BusUser, ...] = (
-    BusUser(
-        "llm-gateway",
-        publish=("llm.v1.>", *DEAD_LETTER_SUBJECTS),
-        subscribe=("llm.v1.>",),
-        # A durable settle/ledger stream and an idempotency KV as the gateway grows them.
-        streams=("LLM_LEDGER", "LLM", *DEAD_LETTER_STREAMS),
-        buckets=("LLM_IDEMPOTENCY", "llm-idempotency"),
-    ),
+    # Answers its three subjects; calls nothing on the bus (its settle journal is a file).
+    BusUser("llm-gateway", subscribe=("llm.v1.>",)),
     BusUser("runner", subscribe=("runner.v1.>",)),
     BusUser(
         "editor-assist",
@@ -110,17 +102,17 @@ USERS: tuple[BusUser, ...] = (
             # The question store's stream: review consumes it (and declares it where the
             # platform has not, in development).
             s.QUESTIONS_STREAM,
-            "REVIEW",
             *DEAD_LETTER_STREAMS,
         ),
-        buckets=("REVIEW_LEASES", "review-leases", "review_leases", "REVIEW_NIGHT", "review-night"),
+        # The night's lease (quiz_servicekit.lease.KvLease).
+        buckets=("review_leases",),
     ),
+    # Its tally frames (`poll.v1.<evaluation>.tally`, core NATS: every replica follows the
+    # others' frames) and its model calls; its AI lease is a row in its database.
     BusUser(
         "poll",
-        publish=(f"{s.POLL_PREFIX}.>", *LLM_REQUESTS, *DEAD_LETTER_SUBJECTS),
+        publish=(f"{s.POLL_PREFIX}.>", *LLM_REQUESTS),
         subscribe=(f"{s.POLL_PREFIX}.>",),
-        streams=("POLL", "POLL_BATCHES", "POLL_EVENTS", *DEAD_LETTER_STREAMS),
-        buckets=("POLL_LEASES", "poll-leases", "poll_leases", "POLL_BATCHES", "poll-batches"),
     ),
     BusUser(
         "lesson-fix",
@@ -168,9 +160,12 @@ def permissions(u: BusUser) -> dict[str, object]:
         for bucket in u.buckets:
             publish += [*stream_api(f"KV_{bucket}"), f"$KV.{bucket}.>"]
             subscribe.append(f"$KV.{bucket}.>")
-    block: dict[str, object] = {"publish": {"allow": _unique(publish)}}
-    # An empty allow-list would mean "no restriction" to nats-server: deny all instead.
-    block["subscribe"] = {"allow": _unique(subscribe)} if subscribe else {"deny": [">"]}
+    # An empty allow-list could read as "no restriction": say "deny all" instead (replies to
+    # what a user received still pass through allow_responses).
+    block: dict[str, object] = {
+        "publish": {"allow": _unique(publish)} if publish else {"deny": [">"]},
+        "subscribe": {"allow": _unique(subscribe)} if subscribe else {"deny": [">"]},
+    }
     if u.responds:
         block["allow_responses"] = True
     return block
