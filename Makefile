@@ -3,7 +3,7 @@ SHELL := /bin/bash
 UV := $(shell command -v uv 2>/dev/null || echo "python3 -m uv")
 export PATH := $(CURDIR)/.data/tools/bin:$(PATH)
 
-.PHONY: run test lint typecheck unit bench token docs env clean
+.PHONY: run test lint typecheck unit bench token docs env clean images compose-env test-deploy
 
 env: .venv/.synced
 
@@ -50,3 +50,15 @@ clean:
 
 docs: env
 	$(UV) run --no-sync python scripts/gen_asyncapi.py
+
+# Deployment (docs/operations.md): the images on a Debian base built here (no registry needed;
+# BASE_IMAGE=python:3.11-slim elsewhere), what compose reads from .data, and the compose stack
+# driven through its nginx gateway then taken down (tests/deploy/test_compose_stack.py).
+images:
+	scripts/build-images.sh
+
+compose-env: env
+	@$(UV) run --no-sync python scripts/compose_env.py
+
+test-deploy: env
+	$(UV) run --no-sync pytest tests/deploy/test_compose_stack.py -p no:cacheprovider -v -rs

@@ -171,14 +171,22 @@ def main() -> int:
     signal.signal(signal.SIGTERM, on_signal)
 
     nats_url = os.environ.get("NATS_URL")
+    credentials: dict[str, str] = {}
     if not nats_url:
-        from quiz_testkit.nats_server import nats_config
+        from quiz_contracts.bus import nats_accounts_config
+        from quiz_testkit.nats_server import dev_credentials, with_credentials
 
         port = 4222 if port_free(4222) else free_port()
-        nats_url = f"nats://127.0.0.1:{port}"
+        # The locked bus (quiz_contracts.bus): a password per user under .data/nats-credentials,
+        # each service connecting as itself; the URL printed below is the `ops` user's.
+        credentials_dir = DATA / "nats-credentials"
+        credentials = dev_credentials(credentials_dir)
+        nats_url = with_credentials(f"nats://127.0.0.1:{port}", "ops", credentials["ops"])
         # max_payload as everywhere we ship NATS (quiz_contracts.subjects.NATS_MAX_PAYLOAD).
         config = DATA / "nats.conf"
-        config.write_text(nats_config())
+        fd = os.open(config, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as f:
+            f.write(nats_accounts_config(credentials))
         argv = [str(BIN / "nats-server"), "-c", str(config), "-a", "127.0.0.1", "-p", str(port)]
         argv += ["-js", "-sd", str(DATA / "nats")]
         procs.append(("nats", start("nats", argv, dict(os.environ), COLOURS[6])))
@@ -192,6 +200,8 @@ def main() -> int:
             "PYTHONUNBUFFERED": "1",
         }
     )
+    if credentials:
+        env["NATS_CREDENTIALS_DIR"] = str(DATA / "nats-credentials")
     # The runner's state under .data too (root or not), so `make clean` takes it away.
     env.setdefault("RUNNER_STATE_DIR", str(DATA / "runner"))
     # lesson-fix verifies people with a siteverify secret; without one, development runs it
@@ -221,6 +231,12 @@ def main() -> int:
         rows = [f"  {'service':<14} {'url':<26} ready"]
         rows += [f"  {n:<14} {u:<26} {'NO' if n in pending else 'yes'}" for n, u in urls.items()]
         print("\n".join(["", f"NATS: {nats_url}", *rows, ""]), flush=True)
+        if credentials:
+            print(
+                "The bus is locked: each service connects as itself; the NATS URL above is the "
+                "operators' (ops).\nOther users' passwords: .data/nats-credentials/<user>.password",
+                flush=True,
+            )
         notes = [
             "Mint a dev token:  make token SUB=teacher-1 GRANTS='question:42=contributor:mcq:7'",
             "          lessons: make token SUB=author-1 GRANTS='lessons=contributor'",

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Tools the tests use beyond Python packages: promtool (checks /metrics), nginx (the API
-# gateway of the e2e tests) and a Docker engine (the runner's docker backend). Installed only
+# Tools the tests use beyond Python packages: promtool (checks /metrics and the alert rules),
+# nginx (the API gateway of the e2e tests), a Docker engine (the runner's docker backend; the
+# compose stack with docker-compose and debootstrap for its base image) and
+# kubernetes-validate (the rendered overlays). Installed only
 # when missing and only when we are root with apt-get (CI and these dev machines); elsewhere
 # the tests that need them say why they skip.
 set -u
@@ -30,5 +32,17 @@ fi
 if ! command -v dockerd >/dev/null && can_apt; then
   apt_update
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq docker.io >/dev/null 2>&1 || true
+fi
+if { ! command -v docker-compose >/dev/null || ! command -v debootstrap >/dev/null; } && can_apt; then
+  apt_update
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq docker-compose debootstrap >/dev/null 2>&1 || true
+fi
+if [ ! -x "$tools/kv/bin/kubernetes-validate" ] && ! command -v kubernetes-validate >/dev/null; then
+  # Validates the rendered Kubernetes overlays offline (tests/deploy/test_k8s_overlays.py), in a
+  # venv of its own so the workspace's lock file stays the services' own.
+  uv=$(command -v uv || echo "python3 -m uv")
+  $uv venv -q "$tools/kv" --python 3.11 >/dev/null 2>&1 \
+    && $uv pip install -q --python "$tools/kv/bin/python" "kubernetes-validate==1.37.0" >/dev/null 2>&1 \
+    || rm -rf "$tools/kv"
 fi
 exit 0

@@ -1,4 +1,3 @@
-# syntax=docker/dockerfile:1
 # Every service but the runner (which adds toolchains): one file, the service as a build arg.
 # Build from the repository root (the uv workspace), e.g.
 #   docker build -f deploy/docker/service.Dockerfile --build-arg SERVICE=review -t quiz-${SERVICE} .
@@ -12,23 +11,24 @@ RUN test -n "$SERVICE" || (echo 'build with --build-arg SERVICE=<name>' >&2; exi
 ARG UV_VERSION=0.13.9
 RUN pip install --no-cache-dir "uv==${UV_VERSION}"
 # Bytecode compiled at build time (the runtime filesystem may be read-only); copies, not
-# hardlinks, because the cache mount is another filesystem; the image's own Python only.
+# hardlinks and no uv cache kept in a layer; the image's own Python only. No BuildKit cache
+# mounts: the classic builder (and an engine without buildx) builds these files too, and the
+# dependencies' layer is cached until uv.lock changes.
 ENV UV_COMPILE_BYTECODE=1 \
     UV_LINK_MODE=copy \
+    UV_NO_CACHE=1 \
     UV_PYTHON_DOWNLOADS=never \
     UV_PROJECT_ENVIRONMENT=/app/.venv
 WORKDIR /src
 # Dependencies first: their layer survives any change to our own code. --frozen reads the
 # workspace members from uv.lock, so their sources are not needed yet.
 COPY pyproject.toml uv.lock ./
-RUN --mount=type=cache,target=/root/.cache/uv \
-    uv sync --frozen --no-dev --no-install-workspace --package quiz-${SERVICE}
+RUN uv sync --frozen --no-dev --no-install-workspace --package quiz-${SERVICE}
 # Then the libs and this service only, installed as wheels (--no-editable): the runtime
 # stage copies the venv and nothing of /src.
 COPY libs ./libs
 COPY services/${SERVICE} ./services/${SERVICE}
-RUN --mount=type=cache,target=/root/.cache/uv \
-    uv sync --frozen --no-dev --no-editable --package quiz-${SERVICE}
+RUN uv sync --frozen --no-dev --no-editable --package quiz-${SERVICE}
 
 FROM ${PYTHON_IMAGE} AS runtime
 ARG SERVICE

@@ -32,15 +32,20 @@ def nginx_binary() -> str | None:
     )
 
 
+# The services' ports in docker-compose.yml (host network), which nginx.conf's upstreams name.
+COMPOSE_PORTS = {"editor-assist": 18103, "review": 18104, "poll": 18105, "lesson-fix": 18106}
+
+
 def local_nginx_conf(urls: dict[str, str], port: int, prefix: Path) -> str:
     """The compose API gateway's config, its upstreams pointed at the local processes."""
     conf = NGINX_CONF.read_text()
     for name in ROUTED:
         host_port = urls[name].removeprefix("http://")
-        conf = conf.replace(f"server {name}:8080;", f"server {host_port};")
+        conf = conf.replace(f"server 127.0.0.1:{COMPOSE_PORTS[name]};", f"server {host_port};")
     conf = conf.replace("listen 8080;", f"listen 127.0.0.1:{port};")
     conf = conf.replace("/tmp/", f"{prefix}/")
-    assert "8080" not in conf, "every upstream and the listener were rewritten"
+    assert "8080" not in conf, "the listener was rewritten"
+    assert not any(f":{p};" in conf for p in COMPOSE_PORTS.values()), "every upstream too"
     return conf
 
 

@@ -42,7 +42,7 @@ from quiz_servicekit.jetstream import ConsumerSpec, StreamSpec
 from quiz_servicekit.metrics import ServiceMetrics
 from quiz_servicekit.micro import EndpointSpec, MicroService, start_micro_service
 from quiz_servicekit.migrate import upgrade
-from quiz_servicekit.natsio import connect_nats
+from quiz_servicekit.natsio import connect_nats, nats_auth
 from quiz_servicekit.periodic import PeriodicTask
 from quiz_servicekit.settings import ServiceSettings
 from quiz_servicekit.telemetry import setup_tracing
@@ -220,7 +220,9 @@ def create_service_app(
                 await asyncio.to_thread(runtime.migrate)
             runtime._db = Database(url, threads=settings.db_threads, name=runtime.name)
             runtime.add_ready_check("database", runtime._db_ready)
-        runtime._nc = await connect_nats(settings.nats_url, runtime.name)
+        runtime._nc = await connect_nats(
+            settings.nats_url, runtime.name, **nats_auth(settings, runtime.name)
+        )
         runtime.add_ready_check("nats", runtime._nats_ready)
         if on_startup is not None:
             await on_startup(runtime)

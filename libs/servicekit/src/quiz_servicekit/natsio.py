@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import logging
-from typing import TypeVar
+import ssl
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import nats
 from nats.aio.client import Client as NATS
@@ -17,12 +19,42 @@ from pydantic import BaseModel, ValidationError
 from quiz_contracts.errors import ContractError, ErrorBody, ErrorCode
 from quiz_servicekit.telemetry import inject_headers
 
+if TYPE_CHECKING:
+    from quiz_servicekit.settings import ServiceSettings
+
 log = logging.getLogger(__name__)
 T = TypeVar("T", bound=BaseModel)
 
 
-async def connect_nats(url: str, name: str) -> NATS:
-    """Connect with unbounded reconnects: a broker restart must not kill the service."""
+def nats_auth(settings: ServiceSettings, name: str) -> dict[str, Any]:
+    """The credentials and TLS of `name`'s NATS connection, as `nats.connect` keywords.
+
+    NATS_USER/NATS_PASSWORD when set; else `<NATS_CREDENTIALS_DIR>/<name>.password` with user
+    `name` when that file exists; else nothing (the URL's own user:password, if any, applies).
+    A TLS context when NATS_TLS_CA_FILE (and optionally a client cert/key) is set.
+    """
+    auth: dict[str, Any] = {}
+    if settings.nats_user:
+        auth["user"] = settings.nats_user
+        auth["password"] = settings.nats_password or ""
+    elif settings.nats_credentials_dir:
+        secret = Path(settings.nats_credentials_dir) / f"{name}.password"
+        if secret.is_file():
+            auth["user"] = name
+            auth["password"] = secret.read_text().strip()
+    if settings.nats_tls_ca_file or settings.nats_tls_cert_file:
+        context = ssl.create_default_context(cafile=settings.nats_tls_ca_file)
+        if settings.nats_tls_cert_file:
+            context.load_cert_chain(settings.nats_tls_cert_file, settings.nats_tls_key_file)
+        auth["tls"] = context
+    return auth
+
+
+async def connect_nats(url: str, name: str, **auth: Any) -> NATS:
+    """Connect with unbounded reconnects: a broker restart must not kill the service.
+
+    `auth`: `user`/`password`/`tls` keywords of `nats.connect` (see `nats_auth`).
+    """
 
     async def on_error(e: Exception) -> None:
         log.warning("nats error: %s", e)
@@ -42,6 +74,7 @@ async def connect_nats(url: str, name: str) -> NATS:
         error_cb=on_error,
         disconnected_cb=on_disconnect,
         reconnected_cb=on_reconnect,
+        **auth,
     )
 
 

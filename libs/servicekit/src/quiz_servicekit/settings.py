@@ -19,6 +19,17 @@ class ServiceSettings(BaseSettings):
     model_config = SettingsConfigDict(extra="ignore", populate_by_name=True)
 
     nats_url: str = Field("nats://127.0.0.1:4222", validation_alias=_env("NATS_URL"))
+    # The locked bus (quiz_contracts.bus, docs/operations.md "The locked bus"): this service's
+    # NATS user and password; or a directory holding `<service>.password` files (dev, tests:
+    # the user is then the service's name). Explicit NATS_USER/NATS_PASSWORD win.
+    nats_user: str | None = Field(None, validation_alias=_env("NATS_USER"))
+    nats_password: str | None = Field(None, validation_alias=_env("NATS_PASSWORD"))
+    nats_credentials_dir: str | None = Field(None, validation_alias=_env("NATS_CREDENTIALS_DIR"))
+    # TLS to NATS (`tls://` URLs, or any URL when a CA is named): the CA bundle to trust, and
+    # a client certificate and key where the server verifies clients.
+    nats_tls_ca_file: str | None = Field(None, validation_alias=_env("NATS_TLS_CA_FILE"))
+    nats_tls_cert_file: str | None = Field(None, validation_alias=_env("NATS_TLS_CERT_FILE"))
+    nats_tls_key_file: str | None = Field(None, validation_alias=_env("NATS_TLS_KEY_FILE"))
     http_host: str = Field("127.0.0.1", validation_alias=_env("HTTP_HOST"))
     # 0 picks a free port; the bound port is what $SRV.INFO advertises.
     http_port: int = Field(0, validation_alias=_env("HTTP_PORT"))

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import random
+import secrets
 import shutil
 import socket
 import subprocess
@@ -10,6 +12,7 @@ import sys
 import time
 from pathlib import Path
 
+from quiz_contracts.bus import USER_NAMES, nats_accounts_config
 from quiz_contracts.subjects import NATS_MAX_PAYLOAD
 
 
@@ -17,6 +20,32 @@ def nats_config(max_payload: int = NATS_MAX_PAYLOAD) -> str:
     """The nats-server configuration every NATS we ship runs with (only max_payload differs
     from the defaults: the contracts' size maxima derive from it)."""
     return f"max_payload: {max_payload}\n"
+
+
+def dev_credentials(directory: str | Path) -> dict[str, str]:
+    """One password per bus user (quiz_contracts.bus), kept as `<dir>/<user>.password` (0600).
+
+    Created when missing, read back otherwise: `make run` and a test session reuse theirs. The
+    services read theirs through NATS_CREDENTIALS_DIR (quiz_servicekit.natsio.nats_auth).
+    """
+    path = Path(directory)
+    path.mkdir(parents=True, exist_ok=True)
+    path.chmod(0o700)
+    passwords: dict[str, str] = {}
+    for name in USER_NAMES:
+        secret = path / f"{name}.password"
+        if not secret.exists():
+            fd = os.open(secret, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(fd, "w") as f:
+                f.write(secrets.token_urlsafe(24))
+        passwords[name] = secret.read_text().strip()
+    return passwords
+
+
+def with_credentials(url: str, user: str, password: str) -> str:
+    """`nats://host:port` → `nats://user:password@host:port` (passwords are URL-safe)."""
+    scheme, rest = url.split("://", 1)
+    return f"{scheme}://{user}:{password}@{rest}"
 
 
 # Ports handed to servers we start are drawn below Linux's ephemeral range (32768–60999 by
@@ -50,21 +79,62 @@ def nats_server_binary() -> str:
 
 
 class NatsServer:
-    """A nats-server process with JetStream storing under `store_dir`."""
+    """A nats-server process with JetStream storing under `store_dir`.
+
+    Locked by default (quiz_contracts.bus): every user of the table with its permissions, the
+    passwords from `credentials_dir` (default: NATS_CREDENTIALS_DIR, which the test kit's
+    plugin sets for the session, else `<store_dir>/credentials`). `url` carries the `ops`
+    user's credentials (the test harness plays every outside role); `url_for(user)` another
+    user's; `plain_url` none. Services given NATS_CREDENTIALS_DIR connect as themselves.
+    `locked=False` runs the open bus of old. The server's log is `log_path`.
+    """
 
     def __init__(
-        self, store_dir: str | Path, port: int | None = None, max_payload: int = NATS_MAX_PAYLOAD
+        self,
+        store_dir: str | Path,
+        port: int | None = None,
+        max_payload: int = NATS_MAX_PAYLOAD,
+        *,
+        locked: bool = True,
+        credentials_dir: str | Path | None = None,
     ) -> None:
         self.port = port or free_port()
         self.max_payload = max_payload
         self.store_dir = Path(store_dir)
-        self.url = f"nats://127.0.0.1:{self.port}"
+        self.locked = locked
+        self.credentials_dir = Path(
+            credentials_dir
+            or os.environ.get("NATS_CREDENTIALS_DIR")
+            or self.store_dir / "credentials"
+        )
+        self.passwords: dict[str, str] = dev_credentials(self.credentials_dir) if locked else {}
+        self.plain_url = f"nats://127.0.0.1:{self.port}"
+        self.url = self.url_for("ops") if locked else self.plain_url
+        self.log_path = self.store_dir / "nats-server.log"
         self._proc: subprocess.Popen[bytes] | None = None
+
+    def url_for(self, user: str) -> str:
+        """The URL with `user`'s credentials (KeyError for a user the table lacks)."""
+        return with_credentials(self.plain_url, user, self.passwords[user])
+
+    def violations(self) -> list[str]:
+        """The permission violations the server logged so far (`Publish Violation`…)."""
+        if not self.log_path.exists():
+            return []
+        text = self.log_path.read_text(errors="replace")
+        return [line for line in text.splitlines() if "Violation" in line]
 
     def start(self, timeout_s: float = 10.0) -> NatsServer:
         self.store_dir.mkdir(parents=True, exist_ok=True)
         config = self.store_dir / "nats.conf"
-        config.write_text(nats_config(self.max_payload))
+        text = (
+            nats_accounts_config(self.passwords, max_payload=self.max_payload)
+            if self.locked
+            else nats_config(self.max_payload)
+        )
+        fd = os.open(config, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
         self._proc = subprocess.Popen(
             [
                 nats_server_binary(),
@@ -77,6 +147,8 @@ class NatsServer:
                 "-js",
                 "-sd",
                 str(self.store_dir),
+                "-l",
+                str(self.log_path),
             ],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
+import warnings
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -22,11 +26,26 @@ if TYPE_CHECKING:
     from quiz_testkit.siteverify_stub import SiteverifyStub
 
 _SPANS = InMemorySpanExporter()
+_MADE_CREDENTIALS = pytest.StashKey[str]()
 
 
 def pytest_configure(config: pytest.Config) -> None:
     # One tracer provider per process: install ours before any service's lifespan does.
     setup_tracing("tests", SimpleSpanProcessor(_SPANS))
+    # The locked bus (quiz_contracts.bus): one set of passwords for the session, which every
+    # NatsServer started in it uses, and which services built or started by the tests read to
+    # connect as themselves (quiz_servicekit.natsio.nats_auth) — so the suite runs locked.
+    if "NATS_CREDENTIALS_DIR" not in os.environ:
+        made = tempfile.mkdtemp(prefix="quiz-nats-credentials-")
+        os.environ["NATS_CREDENTIALS_DIR"] = made
+        config.stash[_MADE_CREDENTIALS] = made
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    made = config.stash.get(_MADE_CREDENTIALS, None)
+    if made is not None:
+        shutil.rmtree(made, ignore_errors=True)
+        os.environ.pop("NATS_CREDENTIALS_DIR", None)
 
 
 @pytest.fixture(scope="session")
@@ -35,6 +54,13 @@ def nats_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NatsServer
     server = NatsServer(tmp_path_factory.mktemp("nats")).start()
     yield server
     server.stop()
+    # What the locked bus refused during the session: a refusal a test provoked on purpose
+    # shows here too, but a service missing a permission in quiz_contracts.bus shows first.
+    if refused := server.violations():
+        warnings.warn(
+            "the locked bus refused (quiz_contracts.bus):\n" + "\n".join(refused[:20]),
+            stacklevel=1,
+        )
 
 
 @pytest.fixture(scope="session")
