@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Tools the tests use beyond Python packages: promtool (checks /metrics), nginx (the API
-# gateway of the e2e tests) and a Docker engine (the runner's docker backend). Installed only
+# gateway of the e2e tests), a Docker engine (the runner's docker backend) and Chromium (the
+# poll pages' browser tests). Installed only
 # when missing and only when we are root with apt-get (CI and these dev machines); elsewhere
 # the tests that need them say why they skip.
 set -u
@@ -30,5 +31,10 @@ fi
 if ! command -v dockerd >/dev/null && can_apt; then
   apt_update
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq docker.io >/dev/null 2>&1 || true
+fi
+if ! command -v chromium >/dev/null && can_apt; then
+  # The poll pages' browser tests drive Debian's headless Chromium (no browser download).
+  apt_update
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null 2>&1 || true
 fi
 exit 0

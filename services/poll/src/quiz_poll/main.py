@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from fastapi import FastAPI
 
+from quiz_poll import pages
 from quiz_poll.config import Settings
 from quiz_poll.models import MIGRATIONS
 from quiz_servicekit.app import ServiceRuntime, create_service_app, run_service
@@ -22,7 +23,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         settings=settings,
         migrations=MIGRATIONS,
     )
-    return create_service_app(runtime)
+    return create_service_app(runtime, routers=[pages.router])
 
 
 def run() -> None:
