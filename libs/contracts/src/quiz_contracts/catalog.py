@@ -19,6 +19,7 @@ from quiz_contracts.llm import (
     UsageReply,
     UsageRequest,
 )
+from quiz_contracts.poll import BrainstormClose, BrainstormOpen, PollAck, PollJoin
 from quiz_contracts.review import (
     QuestionDeleted,
     QuestionRetired,
@@ -95,6 +96,28 @@ OPERATIONS: tuple[Operation, ...] = (
         "replace_block operations that passed checkFix.",
         FixCall,
         FixReply,
+    ),
+    Operation(
+        subjects.POLL_OPEN,
+        "poll",
+        "Open a brainstorm for an evaluation, or run one again (againOf: no mark, AI off); "
+        "idempotent.",
+        BrainstormOpen,
+        PollAck,
+    ),
+    Operation(
+        subjects.POLL_CLOSE,
+        "poll",
+        "The End of a brainstorm: no answer after it; it freezes 30 days later.",
+        BrainstormClose,
+        PollAck,
+    ),
+    Operation(
+        subjects.POLL_JOIN,
+        "poll",
+        "A participant joined (an attempt, guest or account); an account's name is masked.",
+        PollJoin,
+        PollAck,
     ),
 )
 

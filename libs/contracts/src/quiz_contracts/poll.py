@@ -174,10 +174,12 @@ class PollTallyFrame(CamelModel):
 
 
 class PollIdeaVariant(CamelModel):
-    """One idea key on the board: its first typed spelling, correction, source, count, status."""
+    """One idea key on the board: its typed text, correction, source, count, status."""
 
     key: str
-    text: str = Field(description="As the participant typed it (the first spelling met).")
+    text: str = Field(
+        description="As participants typed it: the most typed spelling (a tie: the smallest)."
+    )
     correction: str | None = Field(description="The model's corrected form; the room reads it.")
     ai: bool = Field(description="The decision on it is the model's (source ai).")
     count: int = Field(ge=0)
@@ -408,3 +410,15 @@ class PollAiRun(CamelModel):
     calls: int = Field(default=0, ge=0)
     error: PollAiError | None = None
     error_at: datetime | None = None
+
+
+class PollAck(CamelModel):
+    """The reply of `poll.v1.open`, `poll.v1.close` and `poll.v1.join`: the poll as it stands."""
+
+    ok: Literal[True] = True
+    evaluation_id: str
+    settings: PollSettings
+    joined: int = Field(ge=0)
+    answered: int = Field(ge=0)
+    closed: bool
+    frozen: bool

@@ -37,6 +37,12 @@ REVIEW_PREFIX = "review.v1"
 POLL_PREFIX = "poll.v1"
 LESSON_FIX_PREFIX = "lesson.v1"
 
+# poll (ADR-071): the platform's edge, request/reply (micro service "poll"): open or run again,
+# close (the End), and a participant joined. Replies `PollAck` or `{code, message}`.
+POLL_OPEN = "poll.v1.open"
+POLL_CLOSE = "poll.v1.close"
+POLL_JOIN = "poll.v1.join"
+
 # The micro service names: `$SRV.PING.<name>` answers per service.
 SERVICE_NAMES = ("llm-gateway", "runner", "editor-assist", "review", "poll", "lesson-fix")
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pydantic import Field
 from pydantic_settings import SettingsConfigDict
 
 from quiz_servicekit.settings import ServiceSettings
@@ -11,3 +12,16 @@ class Settings(ServiceSettings):
     """Brainstorm poll and its AI moderation (ADR-071)."""
 
     model_config = SettingsConfigDict(env_prefix="POLL_", extra="ignore", populate_by_name=True)
+
+    # Live frames: at most one per poll per interval, so a burst of answers is one frame.
+    frame_interval_s: float = Field(default=0.25, gt=0, le=5)
+    # SSE keep-alive comment period (proxies close idle streams).
+    keepalive_s: float = Field(default=15.0, gt=0)
+    # The AI job runs this long after the answer that claimed the lease (ADR-072 §12: 3 s).
+    ai_job_delay_s: float = Field(default=3.0, ge=0)
+    # Each model call's deadline (the gateway retries within it).
+    ai_deadline_s: float = Field(default=60.0, gt=0)
+    # Whether a model can be called is asked of the gateway at most this often.
+    availability_ttl_s: float = Field(default=5.0, ge=0)
+    # The freeze sweep (30 days after close): how often each replica looks.
+    freeze_every_s: float = Field(default=3600.0, gt=0)

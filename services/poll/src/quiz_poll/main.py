@@ -2,19 +2,29 @@
 
 from __future__ import annotations
 
+import time
+
 from fastapi import FastAPI
 
-from quiz_poll import pages
+from quiz_poll import api, handlers, pages
 from quiz_poll.config import Settings
+from quiz_poll.metrics import PollMetrics
 from quiz_poll.models import MIGRATIONS
-from quiz_servicekit.app import ServiceRuntime, create_service_app, run_service
+from quiz_poll.repository import PollRepository
+from quiz_poll.service import Clock, PollService
+from quiz_servicekit.app import ServiceRef, ServiceRuntime, create_service_app, run_service
+from quiz_servicekit.llm import LlmClient
 
 NAME = "poll"
 VERSION = "0.1.0"
 
 
-def create_app(settings: Settings | None = None) -> FastAPI:
-    """The poll app: NATS, database and micro registration happen in its lifespan."""
+def create_app(settings: Settings | None = None, *, clock: Clock = time.time) -> FastAPI:
+    """The poll app: NATS, database and micro registration happen in its lifespan.
+
+    `clock` (epoch seconds) is the service's time: the AI cool-down and the 30-day freeze read
+    it, so tests move it by hand.
+    """
     settings = settings or Settings()
     runtime = ServiceRuntime(
         name=NAME,
@@ -23,7 +33,41 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         settings=settings,
         migrations=MIGRATIONS,
     )
-    return create_service_app(runtime, routers=[pages.router])
+    metrics = PollMetrics(runtime.metrics)
+    service = ServiceRef[PollService]("poll service")
+    runtime.add_endpoints(handlers.endpoints(service))
+    # Any replica may sweep: each freeze is one conditional UPDATE (the first one wins).
+    runtime.add_periodic(
+        "freeze", settings.freeze_every_s, lambda: service().freeze_due(), run_at_start=True
+    )
+
+    async def on_startup(rt: ServiceRuntime) -> None:
+        poll = PollService(
+            repo=PollRepository(rt.db),
+            nc=rt.nc,
+            llm=LlmClient(rt.nc),
+            metrics=metrics,
+            frame_interval_s=settings.frame_interval_s,
+            keepalive_s=settings.keepalive_s,
+            ai_job_delay_s=settings.ai_job_delay_s,
+            ai_deadline_s=settings.ai_deadline_s,
+            availability_ttl_s=settings.availability_ttl_s,
+            clock=clock,
+        )
+        await poll.start()
+        service.set(poll)
+
+    async def on_shutdown(_: ServiceRuntime) -> None:
+        if service.is_set:
+            await service().aclose()
+
+    return create_service_app(
+        runtime,
+        # The pages are static shells of this API (issue 16): no data, no token on their route.
+        routers=[api.poll_router(service), pages.router],
+        on_startup=on_startup,
+        on_shutdown=on_shutdown,
+    )
 
 
 def run() -> None:

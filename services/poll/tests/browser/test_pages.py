@@ -139,7 +139,7 @@ async def test_wall_follows_twenty_participants_and_never_shows_hidden_or_unmode
     site: PollSite, browser: Any, http: httpx.AsyncClient, output: Path
 ) -> None:
     ev = "ev-wall-20"
-    site.open(ev, anonymous=False)  # a classroom's poll: moderation starts off (ADR-071 §4)
+    await site.open(ev, anonymous=False)  # a classroom's poll: moderation starts off (ADR-071 §4)
     # The teacher hides an idea before anyone types it: marks follow the text (§3).
     await act(http, site, ev, {"action": "hide", "keys": [idea_key(SLUR)]})
     wall = await open_page(
@@ -226,7 +226,7 @@ async def test_board_merge_rename_hide_detach_show_on_the_wall(
     site: PollSite, browser: Any, http: httpx.AsyncClient, output: Path
 ) -> None:
     ev = "ev-board"
-    site.open(ev, anonymous=False)
+    await site.open(ev, anonymous=False)
     people = [["respiration"], ["Respiration"], ["il respire"], ["il respire", "photosynthèse"]]
     people += [["la photosynthèse", "eau"], ["chlorophylle"], ["Eau", "respiration"]]
     for n, ideas in enumerate(people):
@@ -298,7 +298,7 @@ async def test_ai_switch_refused_shows_the_reason_on_the_board(
     site: PollSite, browser: Any, http: httpx.AsyncClient
 ) -> None:
     ev = "ev-ai"
-    site.open(ev)
+    await site.open(ev)
     await answer(http, site, ev, 1, ["photosynthèse"])
     board = await open_page(browser, site.page_url(ev, "moderate", site.staff(ev)))
     await board.wait_for_selector('li.variant[data-key="photosynthese"]')
@@ -321,7 +321,7 @@ async def test_participant_page_sends_each_add_and_remove(
     site: PollSite, browser: Any, http: httpx.AsyncClient
 ) -> None:
     ev = "ev-phone"
-    site.open(ev)
+    await site.open(ev)
     token = site.participant(ev, 7)
     page = await open_page(
         browser,
@@ -355,7 +355,7 @@ async def test_wall_with_two_hundred_ideas(
     site: PollSite, browser: Any, http: httpx.AsyncClient, output: Path
 ) -> None:
     ev = "ev-wall-200"
-    site.open(ev, anonymous=False)
+    await site.open(ev, anonymous=False)
     words = ["idée", "énergie", "eau", "soleil", "racine", "feuille", "arbre", "graine", "fleur"]
     ideas = [f"{words[i % 9]} {words[(i // 9) % 9]} n°{i % 37}" for i in range(200)]
     # 50 participants × 4 ideas = 200 ideas typed; the cloud shows its 60 biggest clusters.

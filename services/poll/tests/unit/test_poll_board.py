@@ -64,10 +64,27 @@ def test_each_participant_counts_once_per_idea_most_proposed_first() -> None:
     assert board.pending == 0
     assert [(c.label, c.count, c.total) for c in board.clusters] == [
         ("Bouge", 3, 3),
-        ("mange", 2, 2),
+        ("Mange", 2, 2),  # "mange" and "Mange" once each: the tie goes to the smallest
         ("le mouvement", 1, 1),
         ("gros mot", 1, 1),
     ]
+
+
+def test_a_variant_reads_the_most_typed_spelling_a_tie_the_smallest() -> None:
+    rows = answers(["velo"], ["Vélo"], ["vélo"], ["Vélo!"], ["vélo"])
+    board, cloud = both(rows, [], moderation=False)
+    assert board.clusters[0].variants[0].text == "vélo"  # typed twice
+    assert cloud[0].label == "vélo"
+    # In any order of the answers, and after the most typed one leaves, the rule holds.
+    board, _ = both(list(reversed(rows)), [], moderation=False)
+    assert board.clusters[0].variants[0].text == "vélo"
+    tie = answers(["vélo"], ["Vélo"], ["velo"])
+    assert both(tie, [], moderation=False)[0].clusters[0].variants[0].text == "Vélo"
+    tally = tally_from_answers(rows, [], moderation=False)
+    tally.set_answer("p2", {"ideas": ["VÉLO"]})
+    tally.set_answer("p4", {"ideas": []})
+    # velo, Vélo, VÉLO, Vélo! once each: the smallest by code point is "VÉLO" (É < é).
+    assert tally.board().clusters[0].variants[0].text == "VÉLO"
 
 
 def test_a_participant_writing_one_idea_twice_counts_once() -> None:
@@ -203,7 +220,7 @@ def test_votes_hidden_the_wall_keeps_the_question_alone_and_phones_get_the_list(
     assert (wall.tally.joined, wall.tally.answered) == (4, 3)
     assert phone.tally is None
     assert phone.shared_list is not None
-    assert [i.label for i in phone.shared_list] == ["Bouge", "le mouvement", "mange"]
+    assert [i.label for i in phone.shared_list] == ["Bouge", "le mouvement", "Mange"]
     assert "count" not in json.loads(phone.model_dump_json())["sharedList"][0]
     assert "gros mot" not in wall.model_dump_json() + phone.model_dump_json()
 

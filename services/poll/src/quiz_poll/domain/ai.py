@@ -125,7 +125,7 @@ def select_batch(
     The board is read with moderation ON whatever the switch: the context is what a moderated
     wall shows — approved ideas, as the room reads them (key and label) — so an idea typed before
     the room's notice (it carries an empty teacher mark, status null) never leaves, not even as
-    context. The new ideas are sent as typed (their first spelling), never a correction.
+    context. The new ideas are sent as typed (their most typed spelling), never a correction.
     """
     done = set(sent)
     board = brainstorm_board(answers, marks, moderation=True)

@@ -8,8 +8,11 @@ and `bench/poll.py` measures it against this one as the baseline.
 The script, per FACTS D:
 - Participants are read in order (their first answer's order). Each one's ideas are collapsed,
   trimmed, keyed; an empty key is skipped, and a participant counts once per key.
-- A VARIANT is a key: the text of its first spelling met, its participant count, its status (the
-  mark's, else pending), its correction and source from its mark.
+- A VARIANT is a key: its typed text, its participant count, its status (the mark's, else
+  pending), its correction and source from its mark. The typed text is the spelling the most
+  participants typed, a tie going to the smallest (code point order): ADR-071 §5's "most
+  frequent spelling", made deterministic (the platform keeps the first spelling met, which
+  depends on the order answers are read in, so two replicas or a restart could disagree).
 - A CLUSTER is headed by the end of the `mergedInto` chain: `count` = participants with at least
   one visible idea in it, `total` = participants with any. Clusters are ordered by total
   descending then first seen; variants by count descending then first seen. The board label is
@@ -88,9 +91,18 @@ class Bubble:
 @dataclass(slots=True)
 class _Var:
     key: str
-    text: str
+    spellings: dict[str, int]
     count: int
     seen: Seen
+
+    @property
+    def text(self) -> str:
+        return spelling_of(self.spellings)
+
+
+def spelling_of(spellings: dict[str, int]) -> str:
+    """A key's typed text: the most typed spelling, a tie going to the smallest."""
+    return min(spellings.items(), key=lambda item: (-item[1], item[0]))[0]
 
 
 @dataclass(slots=True)
@@ -116,11 +128,12 @@ def brainstorm_board(
             seen = (rank, index)
             variant = variants.get(key)
             if variant is None:
-                variants[key] = _Var(key, text, 1, seen)
+                variants[key] = _Var(key, {text: 1}, 1, seen)
             else:
                 variant.count += 1
+                variant.spellings[text] = variant.spellings.get(text, 0) + 1
                 if seen < variant.seen:  # only when a participant's ideas are out of order
-                    variant.text, variant.seen = text, seen
+                    variant.seen = seen
             head = heads.get(key)
             if head is None:
                 head = heads[key] = cluster_head(key, marks)

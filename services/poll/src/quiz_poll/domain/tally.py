@@ -15,8 +15,8 @@ Costs (n = a participant's ideas, at most 10; log terms from sorted lists):
 What is kept:
 - per participant, their order (first answer first) and the keys they hold, each with the
   position and text of its first spelling in their answer;
-- per key, its holders sorted by (participant order, position): the first is the "first
-  spelling met" and the key's "first seen";
+- per key, its holders sorted by (participant order, position): the first is the key's "first
+  seen"; and its spellings ranked, for its typed text (the most typed, a tie: the smallest);
 - per cluster (head), each holder's number of keys in it and of VISIBLE keys in it, so `total`
   and `count` count each participant once; its members sorted by first seen, its visible keys
   (the bubble's key is the smallest), its visible variants sorted as the board sorts them (the
@@ -51,6 +51,10 @@ class _Key:
     visible: bool
     pending: bool
     holders: SortedList = field(default_factory=SortedList)
+    # spelling -> holders who typed it, and (-holders, spelling) sorted: the typed text is the
+    # most typed spelling, a tie going to the smallest (board.spelling_of).
+    spellings: dict[str, int] = field(default_factory=dict)
+    ranked: SortedList = field(default_factory=SortedList)
 
     @property
     def seen(self) -> Seen:
@@ -59,7 +63,26 @@ class _Key:
 
     @property
     def text(self) -> str:
-        return str(self.holders[0][2])
+        return str(self.ranked[0][1])
+
+    def hold(self, holder: Holder) -> None:
+        self.holders.add(holder)
+        self._respell(holder[2], +1)
+
+    def release(self, holder: Holder) -> None:
+        self.holders.remove(holder)
+        self._respell(holder[2], -1)
+
+    def _respell(self, text: str, delta: int) -> None:
+        n = self.spellings.get(text, 0)
+        if n:
+            self.ranked.remove((-n, text))
+        n += delta
+        if n:
+            self.spellings[text] = n
+            self.ranked.add((-n, text))
+        else:
+            del self.spellings[text]
 
     @property
     def count(self) -> int:
@@ -95,6 +118,7 @@ class BrainstormTally:
         for mark in marks:
             self._set_mark(mark)
         self._order: dict[Hashable, int] = {}  # participant -> order of their first answer
+        self._next_order = 0
         self._held: dict[int, dict[str, tuple[int, str]]] = {}
         self._joined: set[Hashable] = set()
         self._answered = 0
@@ -190,7 +214,8 @@ class BrainstormTally:
         self._joined.add(participant)
         order = self._order.get(participant)
         if order is None:
-            order = self._order[participant] = len(self._order)
+            order = self._order[participant] = self._next_order
+            self._next_order += 1
         before = self._held.get(order, {})
         after = keyed_ideas(ideas_of(payload))
         for key, (index, text) in before.items():
@@ -217,7 +242,8 @@ class BrainstormTally:
             if participant in self._order:
                 raise ValueError(f"participant {participant!r} twice: one stored answer each")
             self._joined.add(participant)
-            order = self._order[participant] = len(self._order)
+            order = self._order[participant] = self._next_order
+            self._next_order += 1
             held = keyed_ideas(ideas_of(payload))
             if not held:
                 continue
@@ -227,15 +253,20 @@ class BrainstormTally:
                 holders.setdefault(key, []).append((order, index, text))
         for key, entries in holders.items():
             # pending/visible/head are set by the rebuild, which counts `pending` from False.
-            self._keys[key] = _Key(
+            state = self._keys[key] = _Key(
                 head=key, visible=False, pending=False, holders=SortedList(entries)
             )
+            for entry in entries:
+                state.spellings[entry[2]] = state.spellings.get(entry[2], 0) + 1
+            state.ranked = SortedList((-n, text) for text, n in state.spellings.items())
         self._rebuild(set(self._keys))
 
     def remove_participant(self, participant: Hashable) -> None:
-        """Forget a participant's ideas and attempt (a purged guest)."""
+        """Forget a participant's ideas and attempt (a purged guest): one coming back would be
+        a new participant, read after everyone who answered before (as the stored answers are)."""
         if participant in self._order:
             self.set_answer(participant, None)
+            del self._order[participant]
         self._joined.discard(participant)
 
     # --- writing: marks and switches ------------------------------------------------------
@@ -344,7 +375,7 @@ class BrainstormTally:
             cluster = self._clusters[state.head]
             self._unlist(cluster)
             self._hide_key(cluster, key, state)
-        state.holders.add(holder)
+        state.hold(holder)
         person = cluster.people.get(order)
         if person is None:
             person = cluster.people[order] = [0, 0]
@@ -361,7 +392,7 @@ class BrainstormTally:
         cluster = self._clusters[state.head]
         self._unlist(cluster)
         self._hide_key(cluster, key, state)
-        state.holders.remove(holder)
+        state.release(holder)
         person = cluster.people[order]
         person[0] -= 1
         if state.visible:
@@ -386,8 +417,8 @@ class BrainstormTally:
         cluster = self._clusters[state.head]
         self._unlist(cluster)
         self._hide_key(cluster, key, state)
-        state.holders.remove(old)
-        state.holders.add(new)
+        state.release(old)
+        state.hold(new)
         self._show_key(cluster, key, state)
         self._relist(cluster)
 

@@ -1,0 +1,221 @@
+"""HTTP routes of poll (ADR-071, /work/notes/poll-api.md): decode → call the service → encode.
+
+Prefix `/app/api/evaluations/{evaluationId}/poll`. Grants (JWT `grants`), resource
+`evaluation:{evaluationId}`:
+- staff: role `contributor` or `owner` → the board, the actions, the switches, the wall's frames;
+- participant: role `viewer` with the grant fields `attempt` (the attempt id) and `guest`
+  (bool); an account's user id is the token's `sub` → the answer, the phones' frames, settings.
+Without the grant (or a poll) every route answers 404 `not_found`; a bad token 401.
+
+SSE (`…/stream`, `…/board/stream`): `event: poll.tally` (or `poll.board`), `id: <seq>`,
+`data: <JSON>`; a client sending `Last-Event-ID` older than the latest frame is sent it at once
+(frames are whole: the latest is the snapshot); a keep-alive comment every 15 s; never buffered
+by a proxy (`X-Accel-Buffering: no`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any, Literal
+
+from fastapi import APIRouter, Body, Depends, Header, Query, Request
+from fastapi.responses import StreamingResponse
+
+from quiz_contracts.errors import ContractError, ErrorCode
+from quiz_contracts.poll import (
+    BrainstormAnswer,
+    PollIdeaAction,
+    PollIdeaBoard,
+    PollParticipant,
+    PollRevealBody,
+    PollSettings,
+    PollTallyFrame,
+)
+from quiz_poll.service import PollService
+from quiz_servicekit.app import ServiceRef
+from quiz_servicekit.auth import Access, require_grant
+
+RESOURCE = "evaluation:{evaluationId}"
+PREFIX = "/app/api/evaluations/{evaluationId}/poll"
+# An action body lists at most 500 keys of at most 200 characters.
+ACTION_MAX_BYTES = 256 * 1024
+ANSWER_MAX_BYTES = 16 * 1024
+
+_COMMON: dict[int | str, dict[str, Any]] = {
+    400: {"description": "invalid_request"},
+    401: {"description": "unauthorized"},
+    404: {"description": "not_found: no grant on the evaluation, or no brainstorm there"},
+}
+
+staff = require_grant(RESOURCE, "contributor")
+anyone = require_grant(RESOURCE, "viewer")
+
+
+def participant_of(access: Access) -> PollParticipant:
+    """Who answers, from the grant: its `attempt` and `guest` fields (404 without an attempt)."""
+    extra = access.grant.model_extra or {}
+    attempt = extra.get("attempt")
+    if not isinstance(attempt, str) or not attempt.strip():
+        raise ContractError(ErrorCode.not_found, "evaluation not found")
+    guest = extra.get("guest") is True
+    return PollParticipant(
+        attempt_id=attempt,
+        kind="guest" if guest else "account",
+        user_id=None if guest else access.identity.sub,
+    )
+
+
+def _audience(access: Access, audience: str) -> str:
+    """`wall` is the teacher's: 404 for a participant (what you may not reach does not exist)."""
+    if audience == "wall" and not access.grant.reaches("contributor"):
+        raise ContractError(ErrorCode.not_found, "evaluation not found")
+    return audience
+
+
+SSE_HEADERS = {
+    "Cache-Control": "no-cache, no-transform",
+    "X-Accel-Buffering": "no",
+    "Connection": "keep-alive",
+}
+
+
+def poll_router(poll_service: ServiceRef[PollService]) -> APIRouter:
+    """The poll's routes; `poll_service` is the service its lifespan builds."""
+    router = APIRouter(prefix=PREFIX, tags=["poll"])
+
+    @router.post(
+        "/answer",
+        response_model=BrainstormAnswer,
+        max_body_size=ANSWER_MAX_BYTES,
+        responses={
+            **_COMMON,
+            409: {"description": "poll_frozen"},
+            422: {"description": "answer_invalid: over maxIdeas, or the poll closed"},
+        },
+    )
+    async def post_answer(
+        evaluationId: str,
+        body: BrainstormAnswer,
+        access: Access = Depends(anyone),
+        service: PollService = Depends(poll_service),
+    ) -> BrainstormAnswer:
+        """The participant's whole answer (`{ideas}`), sent on every Add and Remove (§8)."""
+        ideas = await service.answer(evaluationId, participant_of(access), body)
+        return BrainstormAnswer(ideas=ideas)
+
+    @router.get("/answer", response_model=BrainstormAnswer, responses=_COMMON)
+    async def get_answer(
+        evaluationId: str,
+        access: Access = Depends(anyone),
+        service: PollService = Depends(poll_service),
+    ) -> BrainstormAnswer:
+        """My current answer, as I typed it."""
+        ideas = await service.my_answer(evaluationId, participant_of(access).attempt_id)
+        return BrainstormAnswer.model_construct(ideas=ideas)
+
+    @router.get("/settings", response_model=PollSettings, responses=_COMMON)
+    async def get_settings(
+        evaluationId: str,
+        _: Access = Depends(anyone),
+        service: PollService = Depends(poll_service),
+    ) -> PollSettings:
+        """The switches; `ai` on means the participants' page shows the AI notice (§4)."""
+        return await service.settings(evaluationId)
+
+    @router.get("/tally", response_model=PollTallyFrame, responses=_COMMON)
+    async def get_tally(
+        evaluationId: str,
+        audience: Literal["wall", "phone"] = Query("phone"),
+        access: Access = Depends(anyone),
+        service: PollService = Depends(poll_service),
+    ) -> PollTallyFrame:
+        """The latest frame of the wall (staff) or of the phones."""
+        return await service.tally_frame(evaluationId, _audience(access, audience))
+
+    async def _sse(
+        service: PollService, evaluation_id: str, audience: str, last_event_id: str | None
+    ) -> StreamingResponse:
+        live, sub = await service.stream(evaluation_id, audience, last_event_id)
+
+        async def body() -> AsyncIterator[bytes]:
+            try:
+                while True:
+                    chunk = await sub.next(service.keepalive_s)
+                    yield chunk if chunk is not None else service.keepalive()
+            finally:
+                service.unsubscribe(live, audience, sub)
+
+        return StreamingResponse(body(), media_type="text/event-stream", headers=SSE_HEADERS)
+
+    @router.get(
+        "/stream",
+        responses={**_COMMON, 200: {"content": {"text/event-stream": {}}}},
+        response_class=StreamingResponse,
+    )
+    async def stream(
+        evaluationId: str,
+        request: Request,
+        audience: Literal["wall", "phone"] = Query("phone"),
+        last_event_id: str | None = Header(None, alias="Last-Event-ID"),
+        access: Access = Depends(anyone),
+        service: PollService = Depends(poll_service),
+    ) -> StreamingResponse:
+        """SSE of `poll.tally` frames (`id` = seq; Last-Event-ID → the latest frame at once)."""
+        return await _sse(service, evaluationId, _audience(access, audience), last_event_id)
+
+    @router.get("/ideas", response_model=PollIdeaBoard, responses=_COMMON)
+    async def get_board(
+        evaluationId: str,
+        _: Access = Depends(staff),
+        service: PollService = Depends(poll_service),
+    ) -> PollIdeaBoard:
+        """The moderation board: every idea, raw text and correction. Staff only."""
+        return await service.board(evaluationId)
+
+    @router.post(
+        "/ideas",
+        response_model=PollIdeaBoard,
+        max_body_size=ACTION_MAX_BYTES,
+        responses={**_COMMON, 409: {"description": "poll_frozen"}},
+    )
+    async def post_action(
+        evaluationId: str,
+        change: PollIdeaAction = Body(...),
+        access: Access = Depends(staff),
+        service: PollService = Depends(poll_service),
+    ) -> PollIdeaBoard:
+        """approve / hide / reset / merge / detach / rename (audited as `poll.ideas`)."""
+        return await service.act(evaluationId, access.identity.sub, change)
+
+    @router.post(
+        "/reveal",
+        response_model=PollSettings,
+        responses={
+            **_COMMON,
+            409: {"description": "poll_frozen"},
+            422: {"description": "llm_unavailable (AI on), poll_keyless (revealed)"},
+        },
+    )
+    async def post_reveal(
+        evaluationId: str,
+        body: PollRevealBody,
+        access: Access = Depends(staff),
+        service: PollService = Depends(poll_service),
+    ) -> PollSettings:
+        """The display switches: votes, moderation, AI assistance."""
+        return await service.reveal(evaluationId, access.identity.sub, body)
+
+    @router.get(
+        "/board/stream",
+        responses={**_COMMON, 200: {"content": {"text/event-stream": {}}}},
+        response_class=StreamingResponse,
+    )
+    async def board_stream(
+        evaluationId: str,
+        _: Access = Depends(staff),
+        service: PollService = Depends(poll_service),
+    ) -> StreamingResponse:
+        """SSE of `poll.board` snapshots when the board changes. Staff only."""
+        return await _sse(service, evaluationId, "board", None)
+
+    return router

@@ -1,0 +1,596 @@
+"""Every SQL statement of poll: polls, participants, answers, marks, the AI lease, the audit.
+
+Each operation is one transaction on servicekit's `Database`. Every change a room can see bumps
+`polls.version` in the same transaction: that number is the live frames' `seq`, so replicas and
+restarts agree on it. The AI lease is claimed, beaten, and released by conditional UPDATEs
+(`poll_ai_runs`, ADR-072 §12): two replicas never both hold it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import Connection
+
+from quiz_contracts.errors import ContractError, ErrorCode
+from quiz_contracts.poll import IdeaMark, MaskedPerson, PollAiError, PollParticipant
+from quiz_poll.domain.ai_run import ERROR_COOLDOWN, LEASE_STALE, RUN_CAP, board_error
+from quiz_servicekit.db import Database, read_only, transaction
+
+_STALE_S = LEASE_STALE.total_seconds()
+_COOLDOWN_S = ERROR_COOLDOWN.total_seconds()
+
+SQL: dict[str, str] = {
+    "insert_poll": (
+        "INSERT INTO polls (evaluation_id, again_of, teacher_id, anonymous, classroom_id, prompt,"
+        " max_ideas, roster, votes, moderation, ai, version, opened_at)"
+        " VALUES (:e, :again_of, :teacher_id, :anonymous, :classroom_id, :prompt, :max_ideas,"
+        " :roster, :votes, :moderation, :ai, 1, :now) ON CONFLICT (evaluation_id) DO NOTHING"
+    ),
+    "poll": (
+        "SELECT evaluation_id, again_of, teacher_id, anonymous, classroom_id, prompt, max_ideas,"
+        " roster, votes, moderation, ai, version, opened_at, closed_at, frozen_at, frozen_view"
+        " FROM polls WHERE evaluation_id = :e"
+    ),
+    "bump": "UPDATE polls SET version = version + 1 WHERE evaluation_id = :e RETURNING version",
+    "close": (
+        "UPDATE polls SET closed_at = :at, version = version + 1"
+        " WHERE evaluation_id = :e AND closed_at IS NULL"
+    ),
+    "switches": (
+        "UPDATE polls SET votes = :votes, moderation = :moderation, ai = :ai,"
+        " version = version + 1 WHERE evaluation_id = :e RETURNING version"
+    ),
+    "join": (
+        "INSERT INTO poll_participants (evaluation_id, attempt_id, kind, user_id, person,"
+        " joined_at) VALUES (:e, :a, :kind, :user_id, :person, :now)"
+        " ON CONFLICT (evaluation_id, attempt_id) DO NOTHING"
+    ),
+    "join_person": (
+        "UPDATE poll_participants SET person = :person WHERE evaluation_id = :e"
+        " AND attempt_id = :a AND kind = 'account'"
+    ),
+    "participants": (
+        "SELECT attempt_id, kind, user_id, person FROM poll_participants"
+        " WHERE evaluation_id = :e ORDER BY ord"
+    ),
+    "upsert_answer": (
+        "INSERT INTO poll_answers (evaluation_id, attempt_id, guest, payload, updated_at)"
+        " VALUES (:e, :a, :guest, :payload, :now) ON CONFLICT (evaluation_id, attempt_id)"
+        " DO UPDATE SET payload = excluded.payload, updated_at = excluded.updated_at"
+    ),
+    "answer": "SELECT payload FROM poll_answers WHERE evaluation_id = :e AND attempt_id = :a",
+    "answers": (
+        "SELECT attempt_id, payload FROM poll_answers WHERE evaluation_id = :e ORDER BY ord"
+    ),
+    "marks": (
+        "SELECT key, status, merged_into, label, correction, source FROM poll_idea_marks"
+        " WHERE evaluation_id = :e"
+    ),
+    "upsert_mark": (
+        "INSERT INTO poll_idea_marks (evaluation_id, key, status, merged_into, label,"
+        " correction, source, updated_at) VALUES (:e, :key, :status, :merged_into, :label,"
+        " :correction, :source, :now) ON CONFLICT (evaluation_id, key) DO UPDATE SET"
+        " status = excluded.status, merged_into = excluded.merged_into, label = excluded.label,"
+        " correction = excluded.correction, source = excluded.source,"
+        " updated_at = excluded.updated_at"
+    ),
+    # The model writes only where no mark exists: a teacher who acted first keeps the last word.
+    "insert_mark": (
+        "INSERT INTO poll_idea_marks (evaluation_id, key, status, merged_into, label,"
+        " correction, source, updated_at) VALUES (:e, :key, :status, :merged_into, :label,"
+        " :correction, :source, :now) ON CONFLICT (evaluation_id, key) DO NOTHING"
+    ),
+    "audit": (
+        "INSERT INTO poll_audit (evaluation_id, actor, action, record, at)"
+        " VALUES (:e, :actor, :action, :record, :now)"
+    ),
+    "audit_list": (
+        "SELECT actor, action, record, at FROM poll_audit WHERE evaluation_id = :e ORDER BY id"
+    ),
+    # --- the AI lease (FACTS D "Batches") --------------------------------------------------
+    "run_ensure": (
+        "INSERT INTO poll_ai_runs (evaluation_id, calls) VALUES (:e, 0)"
+        " ON CONFLICT (evaluation_id) DO NOTHING"
+    ),
+    "run": (
+        "SELECT lease_at, heartbeat_at, calls, error, error_at FROM poll_ai_runs"
+        " WHERE evaluation_id = :e"
+    ),
+    # Free when null or its heartbeat is over 60 s old, AND no failure or one over 30 s old.
+    "run_claim": (
+        "UPDATE poll_ai_runs SET lease_at = :now, heartbeat_at = :now WHERE evaluation_id = :e"
+        " AND (lease_at IS NULL OR COALESCE(heartbeat_at, lease_at) < :stale)"
+        " AND (error IS NULL OR error_at IS NULL OR error_at < :cool) AND calls < :cap"
+    ),
+    "run_beat": (
+        "UPDATE poll_ai_runs SET heartbeat_at = :now WHERE evaluation_id = :e AND lease_at = :lease"
+    ),
+    "run_success": (
+        "UPDATE poll_ai_runs SET calls = calls + 1, error = NULL, error_at = NULL,"
+        " heartbeat_at = :now WHERE evaluation_id = :e AND lease_at = :lease"
+    ),
+    "run_failure": (
+        "UPDATE poll_ai_runs SET error = :error, error_at = :now, lease_at = NULL,"
+        " heartbeat_at = :now WHERE evaluation_id = :e AND lease_at = :lease"
+    ),
+    "run_release": (
+        "UPDATE poll_ai_runs SET lease_at = NULL, heartbeat_at = :now"
+        " WHERE evaluation_id = :e AND lease_at = :lease"
+    ),
+    "run_reset": (
+        "UPDATE poll_ai_runs SET lease_at = NULL, heartbeat_at = :now, calls = 0, error = NULL,"
+        " error_at = NULL WHERE evaluation_id = :e"
+    ),
+    "run_drop": (
+        "UPDATE poll_ai_runs SET lease_at = NULL, heartbeat_at = :now WHERE evaluation_id = :e"
+    ),
+    # --- the freeze (amendment 2026-10-15) ---------------------------------------------------
+    "due_freeze": (
+        "SELECT evaluation_id FROM polls WHERE frozen_at IS NULL AND closed_at IS NOT NULL"
+        " AND closed_at <= :before ORDER BY closed_at LIMIT :limit"
+    ),
+    "freeze": (
+        "UPDATE polls SET frozen_at = :now, frozen_view = :view, version = version + 1"
+        " WHERE evaluation_id = :e AND frozen_at IS NULL"
+    ),
+    "purge_guest_answers": "DELETE FROM poll_answers WHERE evaluation_id = :e AND guest = :yes",
+    "purge_guests": ("DELETE FROM poll_participants WHERE evaluation_id = :e AND kind = 'guest'"),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class PollRow:
+    """One brainstorm as stored."""
+
+    evaluation_id: str
+    again_of: str | None
+    teacher_id: str
+    anonymous: bool
+    classroom_id: str | None
+    prompt: str
+    max_ideas: int
+    roster: tuple[MaskedPerson, ...]
+    votes: bool
+    moderation: bool
+    ai: bool
+    version: int
+    opened_at: float
+    closed_at: float | None
+    frozen_at: float | None
+    frozen_view: dict[str, Any] | None
+
+
+@dataclass(frozen=True, slots=True)
+class Joined:
+    """A joined attempt, and the account's name for masking (None for a guest)."""
+
+    participant: PollParticipant
+    person: MaskedPerson | None
+
+
+@dataclass(frozen=True, slots=True)
+class PollState:
+    """Everything a replica needs to serve a poll, read in one transaction."""
+
+    poll: PollRow
+    answers: list[tuple[str, object]]
+    marks: list[IdeaMark]
+    joined: list[Joined]
+
+
+@dataclass(frozen=True, slots=True)
+class AiRunRow:
+    """The row of `poll_ai_runs`."""
+
+    lease_at: float | None
+    heartbeat_at: float | None
+    calls: int
+    error: PollAiError | None
+    error_at: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class NewPoll:
+    """What `open` stores."""
+
+    evaluation_id: str
+    again_of: str | None
+    teacher_id: str
+    anonymous: bool
+    classroom_id: str | None
+    prompt: str
+    max_ideas: int
+    roster: Sequence[MaskedPerson]
+    moderation: bool
+
+
+def _poll(row: Any) -> PollRow:
+    return PollRow(
+        evaluation_id=row[0],
+        again_of=row[1],
+        teacher_id=row[2],
+        anonymous=bool(row[3]),
+        classroom_id=row[4],
+        prompt=row[5],
+        max_ideas=int(row[6]),
+        roster=tuple(MaskedPerson.model_validate(p) for p in json.loads(row[7])),
+        votes=bool(row[8]),
+        moderation=bool(row[9]),
+        ai=bool(row[10]),
+        version=int(row[11]),
+        opened_at=float(row[12]),
+        closed_at=None if row[13] is None else float(row[13]),
+        frozen_at=None if row[14] is None else float(row[14]),
+        frozen_view=None if row[15] is None else json.loads(row[15]),
+    )
+
+
+def _mark_params(evaluation_id: str, mark: IdeaMark, now: float) -> dict[str, Any]:
+    return {
+        "e": evaluation_id,
+        "key": mark.key,
+        "status": mark.status,
+        "merged_into": mark.merged_into,
+        "label": mark.label,
+        "correction": mark.correction,
+        "source": mark.source,
+        "now": now,
+    }
+
+
+def _not_found() -> ContractError:
+    return ContractError(ErrorCode.not_found, "poll not found")
+
+
+class PollRepository:
+    """The poll's tables (see the module docstring)."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+        self._sql = {name: db.sql(statement) for name, statement in SQL.items()}
+
+    # --- polls -------------------------------------------------------------------------------
+
+    @transaction
+    def open(self, conn: Connection, new: NewPoll, now: float) -> bool:
+        """Store a new brainstorm; False when the evaluation has one already (idempotent)."""
+        return (
+            conn.exec_driver_sql(
+                self._sql["insert_poll"],
+                {
+                    "e": new.evaluation_id,
+                    "again_of": new.again_of,
+                    "teacher_id": new.teacher_id,
+                    "anonymous": new.anonymous,
+                    "classroom_id": new.classroom_id,
+                    "prompt": new.prompt,
+                    "max_ideas": new.max_ideas,
+                    "roster": json.dumps([p.model_dump() for p in new.roster]),
+                    "votes": False,
+                    "moderation": new.moderation,
+                    "ai": False,
+                    "now": now,
+                },
+            ).rowcount
+            == 1
+        )
+
+    def _poll_in(self, conn: Connection, evaluation_id: str) -> PollRow | None:
+        row = conn.exec_driver_sql(self._sql["poll"], {"e": evaluation_id}).first()
+        return None if row is None else _poll(row)
+
+    def _bump(self, conn: Connection, evaluation_id: str) -> int:
+        version = conn.exec_driver_sql(self._sql["bump"], {"e": evaluation_id}).scalar()
+        if version is None:
+            raise _not_found()
+        return int(version)
+
+    @read_only
+    def poll(self, conn: Connection, evaluation_id: str) -> PollRow | None:
+        """The poll, or None."""
+        return self._poll_in(conn, evaluation_id)
+
+    @read_only
+    def state(self, conn: Connection, evaluation_id: str) -> PollState | None:
+        """The poll, its answers (participants' order), its marks and who joined."""
+        poll = self._poll_in(conn, evaluation_id)
+        if poll is None:
+            return None
+        p = {"e": evaluation_id}
+        answers = [
+            (str(a), json.loads(payload))
+            for a, payload in conn.exec_driver_sql(self._sql["answers"], p)
+        ]
+        marks = [
+            IdeaMark(key=k, status=s, merged_into=m, label=lbl, correction=c, source=src)
+            for k, s, m, lbl, c, src in conn.exec_driver_sql(self._sql["marks"], p)
+        ]
+        joined = [
+            Joined(
+                PollParticipant(attempt_id=a, kind=kind, user_id=user),
+                None if person is None else MaskedPerson.model_validate_json(person),
+            )
+            for a, kind, user, person in conn.exec_driver_sql(self._sql["participants"], p)
+        ]
+        return PollState(poll=poll, answers=answers, marks=marks, joined=joined)
+
+    @transaction
+    def close(self, conn: Connection, evaluation_id: str, closed_at: float) -> PollRow:
+        """The End: no answer after; the first close counts (idempotent)."""
+        conn.exec_driver_sql(self._sql["close"], {"e": evaluation_id, "at": closed_at})
+        poll = self._poll_in(conn, evaluation_id)
+        if poll is None:
+            raise _not_found()
+        return poll
+
+    # --- participants and answers -------------------------------------------------------------
+
+    @transaction
+    def join(
+        self,
+        conn: Connection,
+        evaluation_id: str,
+        participant: PollParticipant,
+        person: MaskedPerson | None,
+        now: float,
+    ) -> int | None:
+        """A joined attempt; the new version when it was new (or its person changed), else None.
+
+        A guest's person is never stored: nobody the platform knows (ADR-072 §14).
+        """
+        if self._poll_in(conn, evaluation_id) is None:
+            raise _not_found()
+        stored = None
+        if participant.kind == "account" and person is not None:
+            stored = person.model_dump_json()
+        params = {
+            "e": evaluation_id,
+            "a": participant.attempt_id,
+            "kind": participant.kind,
+            "user_id": participant.user_id,
+            "person": stored,
+            "now": now,
+        }
+        new = conn.exec_driver_sql(self._sql["join"], params).rowcount == 1
+        if not new and stored is not None:
+            conn.exec_driver_sql(self._sql["join_person"], params)
+        return self._bump(conn, evaluation_id) if new else None
+
+    @transaction
+    def save_answer(
+        self,
+        conn: Connection,
+        evaluation_id: str,
+        participant: PollParticipant,
+        ideas: list[str],
+        now: float,
+    ) -> int:
+        """Store an attempt's whole answer (it joins if it had not); the poll's new version.
+
+        404 without the poll, 409 `poll_frozen` once it is frozen, and 422 `answer_invalid`
+        once it closed (no answer after the End) — checked inside the same transaction.
+        """
+        poll = self._poll_in(conn, evaluation_id)
+        if poll is None:
+            raise _not_found()
+        if poll.frozen_at is not None:
+            raise ContractError(ErrorCode.poll_frozen, "This poll is frozen.")
+        if poll.closed_at is not None:
+            raise ContractError(ErrorCode.answer_invalid, "This poll is closed.")
+        params = {
+            "e": evaluation_id,
+            "a": participant.attempt_id,
+            "kind": participant.kind,
+            "user_id": participant.user_id,
+            "person": None,
+            "guest": participant.kind == "guest",
+            "payload": json.dumps({"ideas": ideas}, ensure_ascii=False),
+            "now": now,
+        }
+        conn.exec_driver_sql(self._sql["join"], params)
+        conn.exec_driver_sql(self._sql["upsert_answer"], params)
+        return self._bump(conn, evaluation_id)
+
+    @read_only
+    def answer(self, conn: Connection, evaluation_id: str, attempt_id: str) -> list[str]:
+        """The attempt's stored ideas ([] when none)."""
+        row = conn.exec_driver_sql(
+            self._sql["answer"], {"e": evaluation_id, "a": attempt_id}
+        ).first()
+        if row is None:
+            return []
+        ideas = json.loads(row[0]).get("ideas")
+        return [i for i in ideas if isinstance(i, str)] if isinstance(ideas, list) else []
+
+    # --- marks, switches, audit --------------------------------------------------------------
+
+    @transaction
+    def write_marks(
+        self,
+        conn: Connection,
+        evaluation_id: str,
+        marks: Sequence[IdeaMark],
+        actor: str,
+        action: str,
+        record: dict[str, Any],
+        now: float,
+    ) -> int:
+        """A teacher's marks upserted whole, audited; the new version (409 when frozen)."""
+        poll = self._poll_in(conn, evaluation_id)
+        if poll is None:
+            raise _not_found()
+        if poll.frozen_at is not None:
+            raise ContractError(ErrorCode.poll_frozen, "This poll is frozen: read-only.")
+        for mark in marks:
+            conn.exec_driver_sql(self._sql["upsert_mark"], _mark_params(evaluation_id, mark, now))
+        self._audit(conn, evaluation_id, actor, action, record, now)
+        return self._bump(conn, evaluation_id)
+
+    @transaction
+    def write_ai_marks(
+        self, conn: Connection, evaluation_id: str, marks: Sequence[IdeaMark], now: float
+    ) -> tuple[list[IdeaMark], int | None]:
+        """The model's marks, each inserted only where no mark exists; those written, version."""
+        written = [
+            mark
+            for mark in marks
+            if conn.exec_driver_sql(
+                self._sql["insert_mark"], _mark_params(evaluation_id, mark, now)
+            ).rowcount
+            == 1
+        ]
+        return written, (self._bump(conn, evaluation_id) if written else None)
+
+    @transaction
+    def set_switches(
+        self,
+        conn: Connection,
+        evaluation_id: str,
+        *,
+        votes: bool,
+        moderation: bool,
+        ai: bool,
+        retroactive: Sequence[IdeaMark],
+        run: str | None,
+        actor: str,
+        record: dict[str, Any],
+        now: float,
+    ) -> tuple[list[IdeaMark], int]:
+        """The switches, the empty teacher marks of an AI switched on (inserted where none),
+        the run reset ("on") or its lease dropped ("off"), audited; the marks written, version."""
+        written = [
+            mark
+            for mark in retroactive
+            if conn.exec_driver_sql(
+                self._sql["insert_mark"], _mark_params(evaluation_id, mark, now)
+            ).rowcount
+            == 1
+        ]
+        p = {"e": evaluation_id, "now": now}
+        if run == "on":
+            conn.exec_driver_sql(self._sql["run_ensure"], p)
+            conn.exec_driver_sql(self._sql["run_reset"], p)
+        elif run == "off":
+            conn.exec_driver_sql(self._sql["run_drop"], p)
+        self._audit(conn, evaluation_id, actor, "poll.reveal", record, now)
+        version = conn.exec_driver_sql(
+            self._sql["switches"], {**p, "votes": votes, "moderation": moderation, "ai": ai}
+        ).scalar()
+        if version is None:
+            raise _not_found()
+        return written, int(version)
+
+    def _audit(
+        self,
+        conn: Connection,
+        evaluation_id: str,
+        actor: str,
+        action: str,
+        record: dict[str, Any],
+        now: float,
+    ) -> None:
+        conn.exec_driver_sql(
+            self._sql["audit"],
+            {
+                "e": evaluation_id,
+                "actor": actor,
+                "action": action,
+                "record": json.dumps(record, ensure_ascii=False, default=str),
+                "now": now,
+            },
+        )
+
+    @read_only
+    def audit(self, conn: Connection, evaluation_id: str) -> list[dict[str, Any]]:
+        """The poll's audit records, oldest first."""
+        return [
+            {"actor": actor, "action": action, "record": json.loads(record), "at": at}
+            for actor, action, record, at in conn.exec_driver_sql(
+                self._sql["audit_list"], {"e": evaluation_id}
+            )
+        ]
+
+    # --- the AI lease ------------------------------------------------------------------------
+
+    @read_only
+    def ai_run(self, conn: Connection, evaluation_id: str) -> AiRunRow | None:
+        """The poll's AI run, or None before any."""
+        row = conn.exec_driver_sql(self._sql["run"], {"e": evaluation_id}).first()
+        if row is None:
+            return None
+        return AiRunRow(
+            lease_at=row[0],
+            heartbeat_at=row[1],
+            calls=int(row[2]),
+            error=None if row[3] is None else board_error(row[3]),
+            error_at=row[4],
+        )
+
+    @transaction
+    def claim(self, conn: Connection, evaluation_id: str, now: float) -> bool:
+        """Claim the lease (null or stale, not within 30 s of a failure, under the cap)."""
+        conn.exec_driver_sql(self._sql["run_ensure"], {"e": evaluation_id})
+        return (
+            conn.exec_driver_sql(
+                self._sql["run_claim"],
+                {
+                    "e": evaluation_id,
+                    "now": now,
+                    "stale": now - _STALE_S,
+                    "cool": now - _COOLDOWN_S,
+                    "cap": RUN_CAP,
+                },
+            ).rowcount
+            == 1
+        )
+
+    @transaction
+    def beat(self, conn: Connection, evaluation_id: str, lease: float, now: float) -> int | None:
+        """The heartbeat of the pass holding `lease`; the run's calls, or None when it lost it."""
+        p = {"e": evaluation_id, "lease": lease, "now": now}
+        if conn.exec_driver_sql(self._sql["run_beat"], p).rowcount != 1:
+            return None
+        return int(conn.exec_driver_sql(self._sql["run"], p).first()[2])  # type: ignore[index]
+
+    @transaction
+    def after_success(self, conn: Connection, evaluation_id: str, lease: float, now: float) -> bool:
+        """One more call, the failure cleared; False when the pass lost its lease meanwhile."""
+        p = {"e": evaluation_id, "lease": lease, "now": now}
+        return conn.exec_driver_sql(self._sql["run_success"], p).rowcount == 1
+
+    @transaction
+    def after_failure(
+        self, conn: Connection, evaluation_id: str, lease: float, error: PollAiError, now: float
+    ) -> None:
+        """Fail closed: the code for the board, dated for the cool-down; the lease freed."""
+        p = {"e": evaluation_id, "lease": lease, "now": now, "error": error.value}
+        conn.exec_driver_sql(self._sql["run_failure"], p)
+
+    @transaction
+    def release(self, conn: Connection, evaluation_id: str, lease: float, now: float) -> None:
+        """Nothing left to judge: the lease is free for the next answer."""
+        p = {"e": evaluation_id, "lease": lease, "now": now}
+        conn.exec_driver_sql(self._sql["run_release"], p)
+
+    # --- the freeze --------------------------------------------------------------------------
+
+    @read_only
+    def due_freeze(self, conn: Connection, before: float, limit: int = 100) -> list[str]:
+        """Polls closed at or before `before` and not frozen yet."""
+        rows = conn.exec_driver_sql(self._sql["due_freeze"], {"before": before, "limit": limit})
+        return [str(r[0]) for r in rows]
+
+    @transaction
+    def freeze(self, conn: Connection, evaluation_id: str, view: dict[str, Any], now: float) -> int:
+        """Keep the view, purge the guests (their answers and attempts); the new version."""
+        p = {"e": evaluation_id, "now": now, "view": json.dumps(view, ensure_ascii=False)}
+        if conn.exec_driver_sql(self._sql["freeze"], p).rowcount != 1:
+            return 0
+        conn.exec_driver_sql(self._sql["purge_guest_answers"], {"e": evaluation_id, "yes": True})
+        conn.exec_driver_sql(self._sql["purge_guests"], p)
+        poll = self._poll_in(conn, evaluation_id)
+        return 0 if poll is None else poll.version

@@ -1,0 +1,725 @@
+"""The poll service: a live poll per evaluation, held in memory, written through to the database.
+
+One `LivePoll` per evaluation a replica serves: the stored row, the incremental tally
+(`domain.tally`), the answers (participants' order), the marks, who joined, and the SSE
+subscribers. Every write goes to the database first (one transaction, which bumps the poll's
+`version`), then to the tally; a coalesced flush then builds the wall's and the phones' frames
+once (`seq` = the version), hands them to every subscriber's one-frame slot and publishes them on
+NATS `poll.v1.<evaluation>.tally`.
+
+Replicas: each replica also listens to `poll.v1.*.tally`. A frame of a poll it holds, with a
+`seq` above its own version, was made by another replica: it re-reads that poll from the
+database (coalesced: one read in flight per poll) and sends its own clients the new frames.
+
+AI (ADR-072 §12–§14, FACTS D "Batches"): an answer claims the lease of `poll_ai_runs` (a
+conditional UPDATE: one pass per poll across replicas); the pass starts `ai_job_delay_s` (3 s)
+later in the replica that claimed it, judges up to 50 new ideas per call with the wall's ideas as
+context until none is left, and releases the lease. A replica that dies mid-pass leaves a lease
+whose heartbeat goes stale after 60 s: the next answer claims it again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from typing import Any
+
+from nats.aio.client import Client as NATS
+from nats.aio.msg import Msg
+from nats.aio.subscription import Subscription
+
+from quiz_contracts import subjects
+from quiz_contracts.errors import ContractError, ErrorCode
+from quiz_contracts.llm import Purpose
+from quiz_contracts.poll import (
+    BrainstormAnswer,
+    BrainstormClose,
+    BrainstormOpen,
+    ClassroomAudience,
+    IdeaMark,
+    MaskedPerson,
+    PollAiError,
+    PollAiState,
+    PollIdeaAction,
+    PollIdeaBoard,
+    PollJoin,
+    PollParticipant,
+    PollRevealBody,
+    PollSettings,
+    PollTallyFrame,
+)
+from quiz_poll.domain.ai import (
+    apply_ai_verdicts,
+    build_call,
+    complete_request,
+    marks_to_write,
+    read_verdicts,
+    retroactive_marks,
+    select_batch,
+)
+from quiz_poll.domain.ai_run import RUN_CAP, board_error
+from quiz_poll.domain.board import Bubble
+from quiz_poll.domain.freeze import FREEZE_AFTER
+from quiz_poll.domain.ideas import check_answer
+from quiz_poll.domain.marks import apply_idea_action, default_settings
+from quiz_poll.domain.masking import name_mask, people_to_mask
+from quiz_poll.domain.tally import BrainstormTally, tally_from_answers
+from quiz_poll.domain.views import (
+    TallySnapshot,
+    apply_switches,
+    board_view,
+    frames,
+    needs_frame,
+    snapshot,
+)
+from quiz_poll.live import KEEPALIVE, Coalescer, Subscriber, sse_event
+from quiz_poll.metrics import PollMetrics
+from quiz_poll.repository import AiRunRow, NewPoll, PollRepository, PollRow, PollState
+from quiz_servicekit.llm import LlmClient
+
+log = logging.getLogger(__name__)
+
+Clock = Callable[[], float]
+AUDIENCES = ("wall", "phone", "board")
+
+
+def _dt(ts: float) -> datetime:
+    return datetime.fromtimestamp(ts, UTC)
+
+
+@dataclass
+class LivePoll:
+    """One poll as a replica holds it (see the module docstring)."""
+
+    row: PollRow
+    tally: BrainstormTally
+    answers: dict[str, object]
+    joined: dict[str, PollJoin]
+    version: int
+    # The database version this object was read at: a change at or below it is in it already.
+    loaded_version: int = 0
+    # Versions this replica applied itself since (a remote frame of another one means a reload).
+    local: set[int] = field(default_factory=set)
+    # While a reload reads the database, local changes are also journaled, to be replayed on
+    # the object the reload builds (those committed after its read).
+    reloading: bool = False
+    reload_again: bool = False
+    journal: list[tuple[int, Callable[[LivePoll], None]]] = field(default_factory=list)
+    answer_versions: dict[str, int] = field(default_factory=dict)
+    frozen: TallySnapshot | None = None
+    frozen_board: PollIdeaBoard | None = None
+    subscribers: dict[str, set[Subscriber]] = field(
+        default_factory=lambda: {a: set() for a in AUDIENCES}
+    )
+    latest: dict[str, tuple[int, bytes]] = field(default_factory=dict)
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    publish_pending: bool = False
+
+    @property
+    def settings(self) -> PollSettings:
+        return PollSettings(
+            anonymous=self.row.anonymous,
+            votes=self.row.votes,
+            moderation=self.row.moderation,
+            ai=self.row.ai,
+        )
+
+    def snapshot(self) -> TallySnapshot:
+        if self.frozen is not None:
+            return self.frozen
+        t = self.tally
+        return snapshot(t.joined, t.answered, t.pending, t.cloud())
+
+
+def _state_to_live(state: PollState) -> LivePoll:
+    row = state.poll
+    joined = {
+        j.participant.attempt_id: PollJoin(
+            evaluation_id=row.evaluation_id, participant=j.participant, person=j.person
+        )
+        for j in state.joined
+    }
+    tally = tally_from_answers(state.answers, state.marks, row.moderation)
+    for attempt in joined:
+        tally.join(attempt)
+    live = LivePoll(
+        row=row,
+        tally=tally,
+        answers=dict(state.answers),
+        joined=joined,
+        version=row.version,
+        loaded_version=row.version,
+    )
+    if row.frozen_view is not None:
+        view = row.frozen_view
+        tv = view["tally"]
+        live.frozen = snapshot(
+            tv["joined"],
+            tv["answered"],
+            tv["pending"],
+            [Bubble(b["key"], b["label"], b["count"]) for b in tv["cloud"]],
+        )
+        live.frozen_board = PollIdeaBoard.model_validate(view["board"])
+    return live
+
+
+class PollService:
+    """Every use case of the poll, for the routes and the NATS endpoints."""
+
+    def __init__(
+        self,
+        *,
+        repo: PollRepository,
+        nc: NATS,
+        llm: LlmClient,
+        metrics: PollMetrics,
+        frame_interval_s: float = 0.25,
+        keepalive_s: float = 15.0,
+        ai_job_delay_s: float = 3.0,
+        ai_deadline_s: float = 60.0,
+        availability_ttl_s: float = 5.0,
+        clock: Clock = time.time,
+    ) -> None:
+        self.repo = repo
+        self.nc = nc
+        self.llm = llm
+        self.metrics = metrics
+        self.keepalive_s = keepalive_s
+        self.ai_job_delay_s = ai_job_delay_s
+        self.ai_deadline_s = ai_deadline_s
+        self.availability_ttl_s = availability_ttl_s
+        self.clock = clock
+        self._polls: dict[str, LivePoll] = {}
+        self._loading: dict[str, asyncio.Future[LivePoll | None]] = {}
+        self._reloading: set[str] = set()
+        self._coalescer = Coalescer(self._flush, frame_interval_s)
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._availability: tuple[float, bool] | None = None
+        self._frames_sub: Subscription | None = None
+
+    # --- life cycle ----------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Listen to every poll's frames: another replica's change of a poll held here."""
+        self._frames_sub = await self.nc.subscribe(
+            subjects.poll_tally_filter(), cb=self._on_remote_frame
+        )
+
+    async def aclose(self) -> None:
+        if self._frames_sub is not None:
+            try:
+                await self._frames_sub.unsubscribe()
+            except Exception as e:  # the connection may be draining already
+                log.debug("poll frames unsubscribe: %s", e)
+        await self._coalescer.aclose()
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+
+    def _spawn(self, coro: Any) -> None:
+        task = asyncio.get_running_loop().create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._done)
+
+    def _done(self, task: asyncio.Task[Any]) -> None:
+        self._tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.error("poll background task failed", exc_info=task.exception())
+
+    # --- loading -------------------------------------------------------------------------------
+
+    async def live(self, evaluation_id: str) -> LivePoll:
+        """The poll held in memory (read once from the database); 404 when there is none."""
+        live = self._polls.get(evaluation_id)
+        if live is not None:
+            return live
+        pending = self._loading.get(evaluation_id)
+        if pending is None:
+            pending = asyncio.get_running_loop().create_future()
+            self._loading[evaluation_id] = pending
+            try:
+                state = await self.repo.state(evaluation_id)
+                loaded = None if state is None else _state_to_live(state)
+                if loaded is not None:
+                    self._polls[evaluation_id] = loaded
+                pending.set_result(loaded)
+            except BaseException as e:
+                pending.set_exception(e)
+                raise
+            finally:
+                self._loading.pop(evaluation_id, None)
+        result = await asyncio.shield(pending)
+        if result is None:
+            raise ContractError(ErrorCode.not_found, "poll not found")
+        return result
+
+    async def _reload(self, evaluation_id: str) -> None:
+        """Re-read a poll another replica changed, keeping this replica's subscribers.
+
+        Local changes committed while the read runs are journaled and replayed on the new
+        object when the read did not see them; a remote change noticed meanwhile reads again.
+        """
+        old = self._polls.get(evaluation_id)
+        if old is None:
+            return
+        if old.reloading:
+            old.reload_again = True
+            return
+        old.reloading, old.reload_again, old.journal = True, False, []
+        try:
+            state = await self.repo.state(evaluation_id)
+        except BaseException:
+            old.reloading = False
+            raise
+        old.reloading = False
+        if state is None:
+            return
+        new = _state_to_live(state)
+        for version, change in old.journal:
+            if version > new.loaded_version:
+                change(new)
+                new.local.add(version)
+        old.journal = []
+        new.version = max(new.version, old.version)
+        new.subscribers, new.latest, new.lock = old.subscribers, old.latest, old.lock
+        self._polls[evaluation_id] = new
+        self.metrics.reloads.inc()
+        self._coalescer.touch(evaluation_id)
+        if old.reload_again:
+            self._spawn(self._reload(evaluation_id))
+
+    async def _on_remote_frame(self, msg: Msg) -> None:
+        try:
+            frame = json.loads(msg.data)
+            evaluation_id, seq = str(frame["evaluationId"]), int(frame["seq"])
+        except (ValueError, KeyError, TypeError):
+            return
+        live = self._polls.get(evaluation_id)
+        if live is not None and seq > live.loaded_version and seq not in live.local:
+            self._spawn(self._reload(evaluation_id))
+
+    def _apply(
+        self, evaluation_id: str, version: int | None, change: Callable[[LivePoll], None]
+    ) -> LivePoll:
+        """Apply a committed local change to the poll held now (unless its read holds it
+        already), and make frames due (published on NATS). Never awaits: atomic on the loop."""
+        live = self._polls[evaluation_id]
+        if version is None:
+            change(live)
+        elif version > live.loaded_version:
+            change(live)
+            live.local.add(version)
+            if live.reloading:
+                live.journal.append((version, change))
+            live.version = max(live.version, version)
+        live.publish_pending = True
+        self._coalescer.touch(evaluation_id)
+        return live
+
+    # --- the platform's edge (NATS) ------------------------------------------------------------
+
+    async def open(self, request: BrainstormOpen) -> LivePoll:
+        """Open a brainstorm (or run one again: a new evaluation, no mark, AI off)."""
+        anonymous = not isinstance(request.audience, ClassroomAudience)
+        classroom = request.audience.classroom_id if not anonymous else None  # type: ignore[union-attr]
+        await self.repo.open(
+            NewPoll(
+                evaluation_id=request.evaluation_id,
+                again_of=request.again_of,
+                teacher_id=request.teacher_id,
+                anonymous=anonymous,
+                classroom_id=classroom,
+                prompt=request.question.prompt,
+                max_ideas=request.question.max_ideas,
+                roster=request.roster,
+                moderation=default_settings(anonymous).moderation,
+            ),
+            request.opened_at.timestamp(),
+        )
+        return await self.live(request.evaluation_id)
+
+    async def close(self, request: BrainstormClose) -> LivePoll:
+        """The End: no answer after it; the poll freezes 30 days later."""
+        await self.live(request.evaluation_id)
+        row = await self.repo.close(request.evaluation_id, request.closed_at.timestamp())
+
+        def closed(live: LivePoll) -> None:
+            live.row = _replace_row(live.row, closed_at=row.closed_at)
+
+        return self._apply(request.evaluation_id, row.version, closed)
+
+    async def join(self, request: PollJoin) -> LivePoll:
+        """A participant joined: counts in `joined`; an account's name joins the masking list."""
+        await self.live(request.evaluation_id)
+        version = await self.repo.join(
+            request.evaluation_id, request.participant, request.person, self.clock()
+        )
+        attempt = request.participant.attempt_id
+        person = request.person if request.participant.kind == "account" else None
+        join = request.model_copy(update={"person": person})
+
+        def joined(live: LivePoll) -> None:
+            live.joined[attempt] = join
+            live.tally.join(attempt)
+
+        if version is None:  # known already (its person may be new): nothing the room sees
+            joined(self._polls[request.evaluation_id])
+            return self._polls[request.evaluation_id]
+        return self._apply(request.evaluation_id, version, joined)
+
+    # --- participants ----------------------------------------------------------------------
+
+    async def answer(
+        self, evaluation_id: str, participant: PollParticipant, body: BrainstormAnswer
+    ) -> list[str]:
+        """Store a participant's whole answer; the tally, frames and the AI follow."""
+        live = await self.live(evaluation_id)
+        ideas = list(body.ideas)
+        try:
+            check_answer(ideas, live.row.max_ideas)
+            version = await self.repo.save_answer(evaluation_id, participant, ideas, self.clock())
+        except ContractError as e:
+            self.metrics.answers.labels(e.code.value).inc()
+            raise
+        self.metrics.answers.labels("ok").inc()
+        attempt = participant.attempt_id
+        payload = {"ideas": ideas}
+
+        def answered(live: LivePoll) -> None:
+            # Two answers of one phone may commit in one order and resume in the other: the
+            # tally keeps the one of the higher version.
+            if live.answer_versions.get(attempt, 0) < version:
+                live.answer_versions[attempt] = version
+                live.answers[attempt] = payload
+                live.tally.set_answer(attempt, payload)
+                if attempt not in live.joined:
+                    live.joined[attempt] = PollJoin(
+                        evaluation_id=evaluation_id, participant=participant
+                    )
+
+        live = self._apply(evaluation_id, version, answered)
+        if live.row.ai:
+            self._spawn(self.request_ai_pass(evaluation_id))
+        return ideas
+
+    async def my_answer(self, evaluation_id: str, attempt_id: str) -> list[str]:
+        await self.live(evaluation_id)
+        return await self.repo.answer(evaluation_id, attempt_id)
+
+    # --- reading -------------------------------------------------------------------------------
+
+    async def settings(self, evaluation_id: str) -> PollSettings:
+        return (await self.live(evaluation_id)).settings
+
+    def _frames(self, live: LivePoll) -> tuple[PollTallyFrame, PollTallyFrame]:
+        return frames(
+            live.row.evaluation_id,
+            max(live.version, 1),
+            live.snapshot(),
+            live.settings,
+            _dt(self.clock()),
+        )
+
+    async def tally_frame(self, evaluation_id: str, audience: str) -> PollTallyFrame:
+        """The latest frame of `audience` (whole: it is the snapshot)."""
+        live = await self.live(evaluation_id)
+        wall, phone = self._frames(live)
+        return wall if audience == "wall" else phone
+
+    async def _ai_state(self, live: LivePoll) -> PollAiState:
+        run = await self.repo.ai_run(live.row.evaluation_id)
+        error = run.error if run is not None else None
+        return PollAiState(available=await self.ai_available(), on=live.row.ai, error=error)
+
+    async def board(self, evaluation_id: str) -> PollIdeaBoard:
+        """The staff board: every idea, hidden and unmoderated included."""
+        live = await self.live(evaluation_id)
+        if live.frozen_board is not None:
+            return live.frozen_board
+        return board_view(live.tally.board(), live.row.moderation, await self._ai_state(live))
+
+    async def ai_available(self) -> bool:
+        """Whether the gateway can call a model for purpose poll (cached a few seconds)."""
+        now = time.monotonic()
+        if self._availability is not None and now - self._availability[0] < self.availability_ttl_s:
+            return self._availability[1]
+        try:
+            reply = await self.llm.availability(Purpose.poll)
+            available = reply.available
+        except ContractError:
+            available = False
+        self._availability = (now, available)
+        return available
+
+    # --- the teacher ---------------------------------------------------------------------------
+
+    def _frozen_now(self, live: LivePoll) -> bool:
+        closed = live.row.closed_at
+        return live.row.frozen_at is not None or (
+            closed is not None and self.clock() >= closed + FREEZE_AFTER.total_seconds()
+        )
+
+    async def act(self, evaluation_id: str, actor: str, change: PollIdeaAction) -> PollIdeaBoard:
+        """A teacher's action on the board (audited as `poll.ideas`)."""
+        live = await self.live(evaluation_id)
+        if self._frozen_now(live):
+            raise ContractError(
+                ErrorCode.poll_frozen,
+                "This poll closed over 30 days ago: its moderation is read-only.",
+            )
+        async with live.lock:
+            live = self._polls[evaluation_id]  # a reload may have replaced it meanwhile
+            result = apply_idea_action(live.tally.marks, change)
+            record = {
+                "change": result.audit.change,
+                "before": {
+                    k: None if m is None else m.model_dump() for k, m in result.audit.before.items()
+                },
+                "after": {k: m.model_dump() for k, m in result.audit.after.items()},
+            }
+            version = await self.repo.write_marks(
+                evaluation_id,
+                result.marks,
+                actor,
+                result.audit.action_name,
+                record,
+                self.clock(),
+            )
+            self._apply(evaluation_id, version, _marks_applier(result.marks))
+        return await self.board(evaluation_id)
+
+    async def reveal(self, evaluation_id: str, actor: str, body: PollRevealBody) -> PollSettings:
+        """The switches (votes, moderation, AI); audited as `poll.reveal`."""
+        live = await self.live(evaluation_id)
+        turning_ai_on = bool(body.ai) and not live.row.ai
+        available = await self.ai_available() if turning_ai_on else True
+        async with live.lock:
+            live = self._polls[evaluation_id]
+            change = apply_switches(
+                live.settings, body, ai_available=available, frozen=self._frozen_now(live)
+            )
+            s = change.settings
+            retro = (
+                retroactive_marks(live.tally.keys(), live.tally.marks)
+                if change.ai_turned_on
+                else []
+            )
+            run = "on" if change.ai_turned_on else "off" if change.ai_turned_off else None
+            written, version = await self.repo.set_switches(
+                evaluation_id,
+                votes=s.votes,
+                moderation=s.moderation,
+                ai=s.ai,
+                retroactive=retro,
+                run=run,
+                actor=actor,
+                record={"body": body.model_dump(exclude_none=True), "settings": s.model_dump()},
+                now=self.clock(),
+            )
+
+            def switched(lp: LivePoll) -> None:
+                lp.row = _replace_row(lp.row, votes=s.votes, moderation=s.moderation, ai=s.ai)
+                lp.tally.apply_marks(written)
+                lp.tally.set_moderation(s.moderation)
+
+            live = self._apply(evaluation_id, version, switched)
+        return live.settings
+
+    # --- live frames ---------------------------------------------------------------------------
+
+    async def _flush(self, evaluation_id: str) -> None:
+        """Build the poll's frames once, hand them to every subscriber, publish them on NATS."""
+        live = self._polls.get(evaluation_id)
+        if live is None:
+            return
+        wall, phone = self._frames(live)
+        publish, live.publish_pending = live.publish_pending, False
+        for frame in (wall, phone):
+            data = frame.model_dump_json()
+            chunk = sse_event("poll.tally", frame.seq, data)
+            live.latest[frame.audience] = (frame.seq, chunk)
+            self.metrics.frames.labels(frame.audience).inc()
+            for sub in live.subscribers[frame.audience]:
+                if sub.offer(chunk):
+                    self.metrics.frames_dropped.inc()
+            if publish:
+                await self.nc.publish(subjects.poll_tally_subject(evaluation_id), data.encode())
+        if live.subscribers["board"]:
+            board = await self.board(evaluation_id)
+            chunk = sse_event("poll.board", max(live.version, 1), board.model_dump_json())
+            live.latest["board"] = (live.version, chunk)
+            for sub in live.subscribers["board"]:
+                if sub.offer(chunk):
+                    self.metrics.frames_dropped.inc()
+
+    async def stream(
+        self, evaluation_id: str, audience: str, last_event_id: str | None
+    ) -> tuple[LivePoll, Subscriber]:
+        """Subscribe to a poll's frames; a (re)connecting client is sent the latest one at once."""
+        live = await self.live(evaluation_id)
+        sub = Subscriber()
+        if audience == "board":
+            board = await self.board(evaluation_id)
+            sub.offer(sse_event("poll.board", max(live.version, 1), board.model_dump_json()))
+        else:
+            wall, phone = self._frames(live)
+            frame = wall if audience == "wall" else phone
+            if needs_frame(last_event_id, frame.seq):
+                sub.offer(sse_event("poll.tally", frame.seq, frame.model_dump_json()))
+        live.subscribers[audience].add(sub)
+        self.metrics.sse_clients.labels(audience).inc()
+        return live, sub
+
+    def unsubscribe(self, live: LivePoll, audience: str, sub: Subscriber) -> None:
+        # The live poll may have been replaced by a reload: its subscriber sets were kept.
+        current = self._polls.get(live.row.evaluation_id, live)
+        current.subscribers[audience].discard(sub)
+        self.metrics.sse_clients.labels(audience).dec()
+
+    @staticmethod
+    def keepalive() -> bytes:
+        return KEEPALIVE
+
+    # --- AI ------------------------------------------------------------------------------------
+
+    def _people(self, live: LivePoll) -> list[MaskedPerson]:
+        return people_to_mask(live.row.roster, live.joined.values())
+
+    async def request_ai_pass(self, evaluation_id: str) -> bool:
+        """Claim the lease when free and start the pass `ai_job_delay_s` later; True if claimed."""
+        live = await self.live(evaluation_id)
+        if not live.row.ai or self._frozen_now(live):
+            return False
+        if not any(key not in live.tally.marks for key in live.tally.keys()):
+            return False
+        now = self.clock()
+        if not await self.repo.claim(evaluation_id, now):
+            return False
+        self._spawn(self._ai_pass(evaluation_id, now))
+        return True
+
+    async def _ai_pass(self, evaluation_id: str, lease: float) -> None:
+        """One pass: batches of up to 50 new ideas until none is left (FACTS D "Batches")."""
+        if self.ai_job_delay_s:
+            await asyncio.sleep(self.ai_job_delay_s)
+        sent: set[str] = set()
+        while True:
+            live = await self.live(evaluation_id)
+            if not live.row.ai:
+                await self.repo.release(evaluation_id, lease, self.clock())
+                return
+            calls = await self.repo.beat(evaluation_id, lease, self.clock())
+            if calls is None:  # switched off, or taken over after going silent
+                return
+            if calls >= RUN_CAP:
+                await self._ai_failed(live, lease, PollAiError.run_cap)
+                return
+            answers = list(live.answers.items())
+            marks = dict(live.tally.marks)
+            batch = await asyncio.to_thread(select_batch, answers, marks, sent)
+            if not batch.fresh:
+                await self.repo.release(evaluation_id, lease, self.clock())
+                # Look once more: ideas typed between the last read and the release (an idea
+                # the model left out in this pass waits for the next one: it is in `sent`).
+                again = await asyncio.to_thread(
+                    select_batch, list(live.answers.items()), dict(live.tally.marks), sent
+                )
+                if again.fresh:
+                    await self.request_ai_pass(evaluation_id)
+                return
+            sent |= batch.keys
+            call = build_call(live.row.prompt, batch, name_mask(self._people(live)))
+            request = complete_request(call, live.row.teacher_id, f"poll-{uuid.uuid4().hex}")
+            request = request.model_copy(update={"deadline_s": self.ai_deadline_s})
+            try:
+                reply = await self.llm.complete(request)
+            except ContractError as e:
+                await self._ai_failed(live, lease, board_error(e.code))
+                return
+            if not await self.repo.after_success(evaluation_id, lease, self.clock()):
+                return
+            self.metrics.ai_batches.labels("ok").inc()
+            verdicts = read_verdicts(reply.output, call)
+            async with live.lock:
+                # Read again (the poll held now): what the teacher did meanwhile counts.
+                current = self._polls[evaluation_id].tally.marks
+                proposed = apply_ai_verdicts(current, verdicts, call.judged, call.known)
+                written, version = await self.repo.write_ai_marks(
+                    evaluation_id, marks_to_write(proposed, current), self.clock()
+                )
+                for mark in written:
+                    self.metrics.ai_marks.labels(mark.status or "none").inc()
+                if version is not None:
+                    self._apply(evaluation_id, version, _marks_applier(written))
+
+    async def _ai_failed(self, live: LivePoll, lease: float, error: PollAiError) -> None:
+        """Fail closed: nothing written, the code on the board, the lease freed (retry ≥ 30 s)."""
+        await self.repo.after_failure(live.row.evaluation_id, lease, error, self.clock())
+        self.metrics.ai_batches.labels(error.value).inc()
+        log.warning("poll %s: AI batch failed: %s", live.row.evaluation_id, error.value)
+        if live.subscribers["board"]:
+            self._coalescer.touch(live.row.evaluation_id)
+
+    async def ai_run(self, evaluation_id: str) -> AiRunRow | None:
+        return await self.repo.ai_run(evaluation_id)
+
+    # --- the freeze ----------------------------------------------------------------------------
+
+    async def freeze_due(self) -> int:
+        """Freeze every poll closed 30 days ago: keep its board and tally, purge its guests."""
+        now = self.clock()
+        done = 0
+        for evaluation_id in await self.repo.due_freeze(now - FREEZE_AFTER.total_seconds()):
+            live = await self.live(evaluation_id)
+            async with live.lock:
+                live = self._polls[evaluation_id]
+                snap = live.snapshot()
+                board = board_view(
+                    live.tally.board(),
+                    live.row.moderation,
+                    PollAiState(available=False, on=live.row.ai, error=None),
+                )
+                view = {
+                    "tally": {
+                        "joined": snap.joined,
+                        "answered": snap.answered,
+                        "pending": snap.pending,
+                        "cloud": [
+                            {"key": b.key, "label": b.label, "count": b.count} for b in snap.cloud
+                        ],
+                    },
+                    "board": board.model_dump(mode="json"),
+                }
+                version = await self.repo.freeze(evaluation_id, view, now)
+                if not version:
+                    continue
+
+                def frozen(lp: LivePoll, snap: TallySnapshot = snap, board: Any = board) -> None:
+                    lp.frozen, lp.frozen_board = snap, board
+                    lp.row = _replace_row(lp.row, frozen_at=now)
+                    for attempt, join in list(lp.joined.items()):
+                        if join.participant.kind == "guest":
+                            lp.joined.pop(attempt)
+                            lp.answers.pop(attempt, None)
+                            lp.tally.remove_participant(attempt)
+
+                self._apply(evaluation_id, version, frozen)
+                done += 1
+        return done
+
+
+def _replace_row(row: PollRow, **changes: Any) -> PollRow:
+    return replace(row, **changes)
+
+
+def _marks_applier(marks: list[IdeaMark]) -> Callable[[LivePoll], None]:
+    def apply(live: LivePoll) -> None:
+        live.tally.apply_marks(marks)
+
+    return apply

@@ -1,0 +1,123 @@
+"""The poll's tables on SQLite and PostgreSQL: migrations, the answers' order, the conditional
+writes (the model never overwrites a mark; the AI lease across writers), the freeze's purge."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from quiz_contracts.poll import IdeaMark, MaskedPerson, PollAiError, PollParticipant
+from quiz_poll.models import MIGRATIONS
+from quiz_poll.repository import NewPoll, PollRepository
+from quiz_servicekit.db import Database
+from quiz_servicekit.migrate import upgrade
+
+pytestmark = [pytest.mark.integration]
+
+T0 = 1_800_000_000.0
+
+
+def guest(a: str) -> PollParticipant:
+    return PollParticipant(attempt_id=a, kind="guest")
+
+
+def account(a: str, user: str) -> PollParticipant:
+    return PollParticipant(attempt_id=a, kind="account", user_id=user)
+
+
+async def repo_at(url: str) -> PollRepository:
+    await asyncio.to_thread(upgrade, url, MIGRATIONS)
+    repo = PollRepository(Database(url, threads=8))
+    await repo.open(
+        NewPoll(
+            evaluation_id="ev1",
+            again_of=None,
+            teacher_id="t1",
+            anonymous=True,
+            classroom_id=None,
+            prompt="Vivant ?",
+            max_ideas=5,
+            roster=[MaskedPerson(given_name="Ada", family_name="Lovelace")],
+            moderation=True,
+        ),
+        T0,
+    )
+    return repo
+
+
+async def test_answers_keep_their_first_order_and_versions_grow(database_url: str) -> None:
+    repo = await repo_at(database_url)
+    v1 = await repo.save_answer("ev1", guest("a1"), ["eau"], T0)
+    v2 = await repo.save_answer("ev1", account("a2", "u2"), ["air"], T0)
+    v3 = await repo.save_answer("ev1", guest("a1"), ["eau", "feu"], T0)
+    assert v1 < v2 < v3
+    state = await repo.state("ev1")
+    assert state is not None
+    assert state.answers == [("a1", {"ideas": ["eau", "feu"]}), ("a2", {"ideas": ["air"]})]
+    assert [j.participant.kind for j in state.joined] == ["guest", "account"]
+    assert state.poll.roster[0].family_name == "Lovelace"
+    assert (
+        await repo.open(  # idempotent: the first open stays
+            NewPoll("ev1", None, "t2", False, "c", "x", 3, [], False), T0
+        )
+        is False
+    )
+    repo.db.close()
+
+
+async def test_the_model_never_overwrites_a_mark(database_url: str) -> None:
+    repo = await repo_at(database_url)
+    await repo.write_marks(
+        "ev1", [IdeaMark(key="eau", status="hidden")], "t1", "poll.ideas", {"x": 1}, T0
+    )
+    written, version = await repo.write_ai_marks(
+        "ev1",
+        [
+            IdeaMark(key="eau", status="approved", correction="Eau", source="ai"),
+            IdeaMark(key="air", status="approved", correction="Air", source="ai"),
+        ],
+        T0,
+    )
+    assert [m.key for m in written] == ["air"] and version is not None
+    marks = {m.key: m for m in (await repo.state("ev1")).marks}  # type: ignore[union-attr]
+    assert marks["eau"].status == "hidden" and marks["eau"].source == "teacher"
+    assert marks["air"].source == "ai"
+    assert (await repo.audit("ev1"))[0]["action"] == "poll.ideas"
+    repo.db.close()
+
+
+async def test_the_lease_one_holder_cooldown_stale_and_cap(database_url: str) -> None:
+    repo = await repo_at(database_url)
+    # Many claimants at once (threads of one pool, as replicas would be): one wins.
+    wins = await asyncio.gather(*(repo.claim("ev1", T0) for _ in range(8)))
+    assert sum(wins) == 1
+    assert await repo.beat("ev1", T0, T0 + 1) == 0
+    assert await repo.beat("ev1", T0 + 99, T0 + 1) is None  # not the holder
+    assert await repo.after_success("ev1", T0, T0 + 2)
+    await repo.after_failure("ev1", T0, PollAiError.provider_error, T0 + 3)
+    run = await repo.ai_run("ev1")
+    assert run is not None and run.calls == 1 and run.lease_at is None
+    assert run.error is PollAiError.provider_error
+    assert not await repo.claim("ev1", T0 + 20)  # within 30 s of the failure
+    assert await repo.claim("ev1", T0 + 34)
+    assert not await repo.claim("ev1", T0 + 60)  # held, heartbeat fresh
+    assert await repo.claim("ev1", T0 + 34 + 61)  # stale: its pass died
+    repo.db.close()
+
+
+async def test_freeze_keeps_the_view_and_purges_guests(database_url: str) -> None:
+    repo = await repo_at(database_url)
+    await repo.save_answer("ev1", guest("g1"), ["eau"], T0)
+    await repo.save_answer("ev1", account("a1", "u1"), ["air"], T0)
+    await repo.close("ev1", T0 + 10)
+    assert await repo.due_freeze(T0 + 5) == []
+    assert await repo.due_freeze(T0 + 10) == ["ev1"]
+    version = await repo.freeze("ev1", {"tally": {}, "board": {}}, T0 + 20)
+    assert version > 0
+    assert await repo.freeze("ev1", {}, T0 + 21) == 0  # once
+    state = await repo.state("ev1")
+    assert state is not None and state.poll.frozen_view == {"tally": {}, "board": {}}
+    assert state.answers == [("a1", {"ideas": ["air"]})]
+    assert [j.participant.attempt_id for j in state.joined] == ["a1"]
+    repo.db.close()
