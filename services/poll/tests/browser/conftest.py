@@ -23,7 +23,6 @@ from typing import Any
 
 import httpx
 import pytest
-
 from nats.aio.client import Client as NATS
 
 from quiz_contracts import subjects
@@ -34,7 +33,6 @@ from quiz_servicekit.app import bind_socket, uvicorn_server
 from quiz_servicekit.natsio import request
 from quiz_testkit.jwt_keys import SigningKeys
 from quiz_testkit.nats_server import free_port
-
 
 CHROMIUM = os.environ.get("CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
 try:

@@ -390,6 +390,31 @@ async def labels_fit(wall: Any) -> list[str]:
     )
 
 
+async def test_wall_says_reconnecting_and_catches_up_with_last_event_id(
+    site: PollSite, browser: Any, http: httpx.AsyncClient
+) -> None:
+    ev = "ev-reconnect"
+    await site.open(ev, anonymous=False)
+    await answer(http, site, ev, 1, ["respiration"])
+    wall = await open_page(browser, site.page_url(ev, "wall", site.staff(ev)))
+    streams: list[dict[str, str]] = []
+    wall.on("request", lambda r: streams.append(r.headers) if "/poll/stream" in r.url else None)
+    await wall.wait_for_selector('.bubble[data-key="respiration"]')
+    await site.stop()  # a deploy or a crash: the stream is cut, the service is away
+    await wall.wait_for_function("() => document.body.dataset.live === 'reconnecting'")
+    assert await wall.inner_text("#live") == "reconnecting…"
+    assert await wall.locator('.bubble[data-key="respiration"]').count() == 1  # kept meanwhile
+    await site.start()
+    await answer(http, site, ev, 2, ["photosynthèse"])
+    await wall.wait_for_selector('.bubble[data-key="photosynthese"]', timeout=15000)
+    await wall.wait_for_function("() => document.body.dataset.live === 'live'")
+    assert await wall.inner_text("#live") == ""
+    resumed = [h for h in streams if "last-event-id" in h]
+    assert resumed and int(resumed[-1]["last-event-id"]) >= 1
+    assert all("token" not in h.get("referer", "") for h in streams)
+    await same_as_tally(wall, http, site, ev)
+
+
 async def test_pages_are_static_shells_with_a_strict_policy(
     site: PollSite, http: httpx.AsyncClient
 ) -> None:

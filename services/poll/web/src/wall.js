@@ -27,8 +27,11 @@ const simulation = forceSimulation([])
   .alphaDecay(0.035)
   .on("tick", place);
 
+// The cloud's size, read on resize only: reading it at every tick would force a layout.
+let box = null;
 function size() {
-  return { w: cloud.clientWidth || 800, h: cloud.clientHeight || 600 };
+  if (!box) box = { w: cloud.clientWidth || 800, h: cloud.clientHeight || 600 };
+  return box;
 }
 
 /** Radii ∝ √count (area ∝ count), scaled so the bubbles cover about half the cloud. */
@@ -45,9 +48,18 @@ const FONT = getComputedStyle(document.body).fontFamily || "system-ui, sans-seri
 const ruler = document.createElement("canvas").getContext("2d");
 const LINE = 1.12; // the label's line-height (poll.css)
 
+const REF = 100; // px: widths are measured once at this size; text width scales with size
+const measured = new Map(); // word → width at REF px
+
 function widthAt(text, px) {
-  ruler.font = `650 ${px}px ${FONT}`;
-  return ruler.measureText(text).width;
+  let w = measured.get(text);
+  if (w === undefined) {
+    ruler.font = `650 ${REF}px ${FONT}`;
+    w = ruler.measureText(text).width;
+    if (measured.size > 5000) measured.clear();
+    measured.set(text, w);
+  }
+  return (w * px) / REF;
 }
 
 /** How many lines `words` take at `px` when wrapped greedily to `width` (Infinity: a word
@@ -91,6 +103,12 @@ function largest(words, width, height) {
 }
 
 function place() {
+  const started = performance.now();
+  placeAll();
+  performance.measure("poll.tick", { start: started });
+}
+
+function placeAll() {
   const { w, h: hgt } = size();
   for (const n of nodes.values()) {
     // Kept inside the cloud: the wall never scrolls.
@@ -110,6 +128,13 @@ function bubbleElement(b) {
 
 /** Draws one frame's cloud: updates, adds and REMOVES bubbles so the DOM is the frame. */
 function draw(frame) {
+  const started = performance.now();
+  drawFrame(frame);
+  // Chromium's own timing of each redraw, read by bench/poll_wall.py (Performance API).
+  performance.measure("poll.draw", { start: started });
+}
+
+function drawFrame(frame) {
   const tally = frame.tally;
   const items = tally ? tally.ideas : [];
   if (tally) {
@@ -135,26 +160,37 @@ function draw(frame) {
       nodes.set(b.key, n);
       cloud.append(n.el);
     }
+    const sizeChanged = n.r === undefined || Math.abs(n.r - rs[i]) > 0.5;
     n.r = rs[i];
     n.count = b.count;
-    n.el.dataset.count = String(b.count);
-    n.el.style.width = n.el.style.height = `${(2 * n.r).toFixed(1)}px`;
     const label = n.el.firstChild;
+    if (sizeChanged) n.el.style.width = n.el.style.height = `${(2 * n.r).toFixed(1)}px`;
     if (label.textContent !== b.label) label.textContent = b.label;
-    if (n.fitted !== `${b.label}|${n.r.toFixed(1)}`) {
-      n.fitted = `${b.label}|${n.r.toFixed(1)}`;
+    // Style writes only where something changed: a frame of 60 bubbles whose counts barely
+    // moved costs no relayout of the labels.
+    if (n.fitted !== `${b.label}|${n.r.toFixed(0)}`) {
+      n.fitted = `${b.label}|${n.r.toFixed(0)}`;
       const fit = fontFor(b.label, n.r);
       label.style.fontSize = `${Math.floor(fit.px * 10) / 10}px`;
       label.style.width = `${fit.width.toFixed(1)}px`;
       label.style.maxHeight = `${(n.r * 1.2).toFixed(1)}px`;
+      n.el.lastChild.style.fontSize = `${Math.max(11, Math.min(n.r * 0.22, 30)).toFixed(0)}px`;
     }
-    n.el.lastChild.textContent = String(b.count);
-    n.el.lastChild.style.fontSize = `${Math.max(11, Math.min(n.r * 0.22, 30)).toFixed(0)}px`;
-    n.el.setAttribute("aria-label", `${b.label}: ${b.count}`);
-    n.el.style.setProperty("--hue", String(hue(b.key)));
+    if (n.el.dataset.count !== String(b.count)) {
+      n.el.dataset.count = String(b.count);
+      n.el.lastChild.textContent = String(b.count);
+    }
+    const name = `${b.label}: ${b.count}`;
+    if (n.el.getAttribute("aria-label") !== name) n.el.setAttribute("aria-label", name);
+    if (n.el.style.getPropertyValue("--hue") === "") n.el.style.setProperty("--hue", String(hue(b.key)));
   });
-  // Biggest first in the DOM, so a screen reader reads the cloud in count order.
-  items.forEach((b) => cloud.append(nodes.get(b.key).el));
+  // Biggest first in the DOM, so a screen reader reads the cloud in count order; moved only
+  // when the order changed (a move restyles the whole list).
+  const order = items.map((b) => b.key);
+  const current = [...cloud.children].map((el) => el.dataset.key);
+  if (order.join("\n") !== current.join("\n")) {
+    for (const key of order) cloud.append(nodes.get(key).el);
+  }
   simulation.nodes([...nodes.values()]);
   simulation.alpha(Math.max(simulation.alpha(), 0.5)).restart();
   showNote();
@@ -219,6 +255,7 @@ function onFrame(frame) {
 }
 
 window.addEventListener("resize", () => {
+  box = null;
   for (const n of nodes.values()) n.el.remove();
   nodes.clear();
   lastSeq = 0;
@@ -236,6 +273,9 @@ window.addEventListener("resize", () => {
     "/stream?audience=wall",
     (type, data) => type === "poll.tally" && onFrame(data),
     (state, err) => {
+      // A new connection starts with the latest frame, whatever its seq: the guard against
+      // going back holds within one connection and against the first GET.
+      if (state === "live") lastSeq = 0;
       document.body.dataset.live = state;
       live.textContent = state === "reconnecting" ? t("live.reconnecting") : state === "refused" ? t("live.refused") : "";
       if (err) problem.textContent = reason(err);
