@@ -37,4 +37,9 @@ if ! command -v chromium >/dev/null && can_apt; then
   apt_update
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null 2>&1 || true
 fi
+web="$(cd "$(dirname "$0")/.." && pwd)/services/poll/web"
+if command -v npm >/dev/null && [ ! -d "$web/node_modules" ]; then
+  # The poll pages' sources, so a test can check the committed build is theirs (lockfile).
+  (cd "$web" && npm ci --no-audit --no-fund >/dev/null 2>&1) || true
+fi
 exit 0

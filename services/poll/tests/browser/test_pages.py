@@ -295,7 +295,7 @@ async def test_board_merge_rename_hide_detach_show_on_the_wall(
 
 
 async def test_ai_switch_refused_shows_the_reason_on_the_board(
-    site: PollSite, browser: Any, http: httpx.AsyncClient
+    site: PollSite, browser: Any, http: httpx.AsyncClient, output: Path
 ) -> None:
     ev = "ev-ai"
     await site.open(ev)
@@ -310,6 +310,7 @@ async def test_ai_switch_refused_shows_the_reason_on_the_board(
     assert "llm_unavailable" in problem and "no model can be called" in problem.lower()
     assert not await switch.is_checked()
     assert "No model can be called" in await board.inner_text("#ai-notice")
+    await board.screenshot(path=output / "board-ai-refused.png")
     # The same board in French.
     fr = await open_page(browser, site.page_url(ev, "moderate", site.staff(ev), lang="fr"))
     await fr.get_by_role("switch", name="Assistance IA").click()

@@ -90,7 +90,7 @@ function variantRow(cluster, v) {
     ),
     h("span", { class: `source ${v.ai ? "ai" : "teacher"}` }, t(v.ai ? "board.source.ai" : "board.source.teacher")),
     h("span", { class: `status ${v.status}` }, t(`board.status.${v.status}`)),
-    h("span", { class: "count" }, t("board.people", { n: v.count })),
+    h("span", { class: "count" }, v.count === 1 ? t("board.person") : t("board.people", { n: v.count })),
     actions,
   );
   row.addEventListener("dragstart", (e) => {
