@@ -591,12 +591,15 @@ class PollService:
     def _people(self, live: LivePoll) -> list[MaskedPerson]:
         return people_to_mask(live.row.roster, live.joined.values())
 
-    async def request_ai_pass(self, evaluation_id: str) -> bool:
-        """Claim the lease when free and start the pass `ai_job_delay_s` later; True if claimed."""
+    async def request_ai_pass(self, evaluation_id: str, *, look: bool = True) -> bool:
+        """Claim the lease when free and start the pass `ai_job_delay_s` later; True if claimed.
+
+        `look`: first check this replica's tally holds an idea with no mark (False when the
+        caller read the database and found one)."""
         live = await self.live(evaluation_id)
         if not live.row.ai or self._frozen_now(live):
             return False
-        if not any(key not in live.tally.marks for key in live.tally.keys()):
+        if look and not any(key not in live.tally.marks for key in live.tally.keys()):
             return False
         now = self.clock()
         if not await self.repo.claim(evaluation_id, now):
@@ -625,13 +628,15 @@ class PollService:
             batch = await asyncio.to_thread(select_batch, answers, marks, sent)
             if not batch.fresh:
                 await self.repo.release(evaluation_id, lease, self.clock())
-                # Look once more: ideas typed between the last read and the release (an idea
-                # the model left out in this pass waits for the next one: it is in `sent`).
-                again = await asyncio.to_thread(
-                    select_batch, list(live.answers.items()), dict(live.tally.marks), sent
-                )
-                if again.fresh:
-                    await self.request_ai_pass(evaluation_id)
+                # Look once more, in the database: ideas typed between the last read and the
+                # release, on any replica (whose claim failed while this pass held the lease).
+                # An idea the model left out in this pass waits for the next one (`sent`).
+                state = await self.repo.state(evaluation_id)
+                if state is not None:
+                    stored = {m.key: m for m in state.marks}
+                    again = await asyncio.to_thread(select_batch, state.answers, stored, sent)
+                    if again.fresh:
+                        await self.request_ai_pass(evaluation_id, look=False)
                 return
             sent |= batch.keys
             call = build_call(live.row.prompt, batch, name_mask(self._people(live)))
