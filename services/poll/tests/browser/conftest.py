@@ -47,6 +47,7 @@ SKIP_REASON = (
     else "the playwright package is missing (uv sync --all-packages)"
 )
 needs_chromium = pytest.mark.skipif(pw is None or not Path(CHROMIUM).exists(), reason=SKIP_REASON)
+PROMPT = "Qu'est-ce qui caractérise le vivant ?"
 ROOT = Path(__file__).resolve().parents[4]
 OUTPUT = Path(os.environ.get("POLL_PAGES_OUTPUT") or ROOT / ".data" / "test-output" / "poll-pages")
 
@@ -65,7 +66,9 @@ class PollSite:
     sock: Any = None
     stream_ids: list[str] = field(default_factory=list)
 
-    async def open(self, evaluation: str, *, anonymous: bool = True, votes: bool = True) -> None:
+    async def open(
+        self, evaluation: str, *, anonymous: bool = True, votes: bool = True, max_ideas: int = 5
+    ) -> None:
         """`poll.v1.open` as the platform sends it; then "Show votes" on, as a teacher would."""
         audience: dict[str, Any] = (
             {"kind": "anonymous"} if anonymous else {"kind": "classroom", "classroomId": "c1"}
@@ -75,7 +78,7 @@ class PollSite:
                 "evaluationId": evaluation,
                 "teacherId": "teacher-1",
                 "audience": audience,
-                "question": {"prompt": "Qu'est-ce qui caractérise le vivant ?", "maxIdeas": 5},
+                "question": {"prompt": PROMPT, "maxIdeas": max_ideas},
                 "openedAt": datetime.now(UTC),
             }
         )

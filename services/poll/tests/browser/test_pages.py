@@ -22,7 +22,7 @@ import pytest
 
 from quiz_poll.domain.ideas import idea_key
 
-from .conftest import PollSite, needs_chromium
+from .conftest import PROMPT, PollSite, needs_chromium
 
 pytestmark = [pytest.mark.integration, needs_chromium]
 
@@ -149,6 +149,7 @@ async def test_wall_follows_twenty_participants_and_never_shows_hidden_or_unmode
     await wall.evaluate("f => { window.__forbidden = f; }", forbidden)
     await wall.wait_for_selector("#note:not([hidden])")
     assert "#token" not in wall.url  # the token left the address bar at once
+    await wall.wait_for_function("p => document.querySelector('h1').textContent === p", arg=PROMPT)
 
     # 20 participants, in waves of 5 concurrent answers, each sending twice (Add, Add).
     first_seen_answer: dict[str, float] = {}
@@ -310,6 +311,7 @@ async def test_ai_switch_refused_shows_the_reason_on_the_board(
     assert "llm_unavailable" in problem and "no model can be called" in problem.lower()
     assert not await switch.is_checked()
     assert "No model can be called" in await board.inner_text("#ai-notice")
+    assert await board.inner_text("#ai-calls") == "Model calls: 0 of 200"  # against run_cap
     await board.screenshot(path=output / "board-ai-refused.png")
     # The same board in French.
     fr = await open_page(browser, site.page_url(ev, "moderate", site.staff(ev), lang="fr"))
@@ -322,7 +324,7 @@ async def test_participant_page_sends_each_add_and_remove(
     site: PollSite, browser: Any, http: httpx.AsyncClient
 ) -> None:
     ev = "ev-phone"
-    await site.open(ev)
+    await site.open(ev, max_ideas=2)
     token = site.participant(ev, 7)
     page = await open_page(
         browser,
@@ -341,6 +343,9 @@ async def test_participant_page_sends_each_add_and_remove(
     await field.fill("  l'eau  ")
     await page.get_by_role("button", name="Ajouter").click()
     await page.wait_for_function("() => document.querySelectorAll('#mine li .text').length === 2")
+    # At the question's maxIdeas (2 here) Add is off, before any refused request.
+    assert await page.get_by_role("button", name="Ajouter").is_disabled()
+    assert await page.inner_text("#counter") == "2 idées sur 2"
     await page.get_by_role("button", name="Retirer « La respiration »").click()
     await page.wait_for_function("() => document.querySelectorAll('#mine li .text').length === 1")
     assert len(posts) == 3, posts

@@ -86,7 +86,9 @@ function variantRow(cluster, v) {
       "label",
       { for: `pick-${v.key}`, class: "texts" },
       h("span", { class: "typed", title: t("board.typed") }, v.text),
-      v.correction ? h("span", { class: "correction", title: t("board.correction") }, `→ ${v.correction}`) : null,
+      v.correction && v.correction !== v.text
+        ? h("span", { class: "correction" }, h("span", { class: "sr-only" }, `${t("board.correction")}: `), `→ ${v.correction}`)
+        : null,
     ),
     h("span", { class: `source ${v.ai ? "ai" : "teacher"}` }, t(v.ai ? "board.source.ai" : "board.source.teacher")),
     h("span", { class: `status ${v.status}` }, t(`board.status.${v.status}`)),

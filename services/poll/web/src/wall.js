@@ -14,6 +14,7 @@ const votesSwitch = document.getElementById("votes");
 const moderationSwitch = document.getElementById("moderation");
 const moderateButton = document.getElementById("moderate");
 const pendingBadge = document.getElementById("pending");
+const prompt = document.getElementById("prompt");
 
 let settings = null;
 let lastSeq = 0;
@@ -211,6 +212,8 @@ function hue(key) {
 
 function showSettings(s) {
   settings = s;
+  // The question heads the wall; with votes hidden it is all the wall shows (§7).
+  if (s.prompt) prompt.textContent = s.prompt;
   votesSwitch.checked = !!s.votes;
   moderationSwitch.checked = !!s.moderation;
   showNote();
