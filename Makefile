@@ -3,7 +3,7 @@ SHELL := /bin/bash
 UV := $(shell command -v uv 2>/dev/null || echo "python3 -m uv")
 export PATH := $(CURDIR)/.data/tools/bin:$(PATH)
 
-.PHONY: run test lint typecheck unit bench token docs env clean pages
+.PHONY: run test lint typecheck unit bench token docs env clean pages poll-demo
 
 env: .venv/.synced
 
@@ -50,6 +50,10 @@ clean:
 
 docs: env
 	$(UV) run --no-sync python scripts/gen_asyncapi.py
+
+# With `make run` going, in another terminal: opens a brainstorm and prints its pages' URLs.
+poll-demo: env
+	@$(UV) run --no-sync python scripts/poll_demo.py $(ARGS)
 
 # The poll's pages (issue 16): d3-force and esbuild from the npm registry, pinned by
 # services/poll/web/package-lock.json. The built files are committed under

@@ -127,6 +127,43 @@ async def same_as_tally(page: Any, http: httpx.AsyncClient, site: PollSite, ev: 
     assert await wall_bubbles(page) == want
 
 
+CONTRAST = """
+() => {
+  const rgb = (c) => (c.match(/[\\d.]+/g) || []).map(Number);
+  const lum = ([r, g, b]) => {
+    const f = (v) => {
+      v /= 255;
+      return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4;
+    };
+    return 0.2126 * f(r) + 0.7152 * f(g) + 0.0722 * f(b);
+  };
+  const background = (el) => {
+    for (let e = el; e; e = e.parentElement) {
+      const c = rgb(getComputedStyle(e).backgroundColor);
+      if (c.length === 3 || (c.length === 4 && c[3] > 0.5)) return c;
+    }
+    return [255, 255, 255];
+  };
+  const out = [];
+  for (const el of document.querySelectorAll('body *')) {
+    const own = [...el.childNodes].some((n) => n.nodeType === 3 && n.textContent.trim());
+    if (!own || !el.getClientRects().length || el.closest(':disabled, .sr-only')) continue;
+    const a = lum(rgb(getComputedStyle(el).color)), b = lum(background(el));
+    const ratio = (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05);
+    out.push([el.textContent.trim().slice(0, 30), ratio]);
+  }
+  return out;
+}
+"""
+
+
+async def lowest_contrast(page: Any) -> tuple[str, float]:
+    """The text of the page with the lowest contrast against its background (WCAG ratio)."""
+    pairs = await page.evaluate(CONTRAST)
+    text, ratio = min(pairs, key=lambda p: p[1])
+    return text, ratio
+
+
 async def open_page(browser: Any, url: str, **context: Any) -> Any:
     ctx = await browser.new_context(**context)
     await ctx.add_init_script(WATCH)
@@ -181,8 +218,9 @@ async def test_wall_follows_twenty_participants_and_never_shows_hidden_or_unmode
     }
     assert not late, f"bubbles later than 1 s after their answer (s): {late}"
     assert set(await wall_bubbles(wall)) == set(first_seen_answer)
-    await asyncio.sleep(0.6)  # the sizes' transition ends
     assert await labels_fit(wall) == []
+    text, ratio = await lowest_contrast(wall)
+    assert ratio >= 7, (text, ratio)  # WCAG AAA for all the wall's text
     await wall.screenshot(path=output / "wall-20.png")
 
     # "Show votes" off: the wall keeps the question alone; on again: the cloud is back.
@@ -292,6 +330,8 @@ async def test_board_merge_rename_hide_detach_show_on_the_wall(
     await wall.wait_for_selector('.bubble[data-key="respiration"]')
     await same_as_tally(wall, http, site, ev)
     await board.screenshot(path=output / "board.png", full_page=True)
+    text, ratio = await lowest_contrast(board)
+    assert ratio >= 4.5, (text, ratio)  # WCAG AA for every enabled text of the board
     assert await wall.evaluate("window.__violations") == []
 
 
