@@ -325,6 +325,12 @@ async def test_board_merge_rename_hide_detach_show_on_the_wall(
     assert "Respirer" in {label for label, _ in (await wall_bubbles(wall)).values()}
     await same_as_tally(wall, http, site, ev)
 
+    # Reset by keyboard: the hidden idea is unmoderated again, visible with moderation off.
+    assert await wall.evaluate("window.__violations") == []  # while it was hidden
+    await wall.evaluate("() => { window.__forbidden = []; }")
+    await board.locator('li.variant[data-key="chlorophylle"] button.reset').focus()
+    await board.keyboard.press("Enter")
+    await wall.wait_for_selector('.bubble[data-key="chlorophylle"]')
     # Detach: the merged idea is a bubble of its own again.
     await board.locator('li.variant[data-key="il respire"] button.detach').click()
     await wall.wait_for_selector('.bubble[data-key="respiration"]')
@@ -332,7 +338,6 @@ async def test_board_merge_rename_hide_detach_show_on_the_wall(
     await board.screenshot(path=output / "board.png", full_page=True)
     text, ratio = await lowest_contrast(board)
     assert ratio >= 4.5, (text, ratio)  # WCAG AA for every enabled text of the board
-    assert await wall.evaluate("window.__violations") == []
 
 
 async def test_ai_switch_refused_shows_the_reason_on_the_board(
