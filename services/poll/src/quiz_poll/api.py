@@ -84,6 +84,11 @@ def poll_router(poll_service: ServiceRef[PollService]) -> APIRouter:
     """The poll's routes; `poll_service` is the service its lifespan builds."""
     router = APIRouter(prefix=PREFIX, tags=["poll"])
 
+    # An async dependency: FastAPI runs a sync one (the ServiceRef itself) in a worker thread,
+    # a thread hop per request on the hot answer route.
+    async def the_service() -> PollService:
+        return poll_service()
+
     @router.post(
         "/answer",
         response_model=BrainstormAnswer,
@@ -98,7 +103,7 @@ def poll_router(poll_service: ServiceRef[PollService]) -> APIRouter:
         evaluationId: str,
         body: BrainstormAnswer,
         access: Access = Depends(anyone),
-        service: PollService = Depends(poll_service),
+        service: PollService = Depends(the_service),
     ) -> BrainstormAnswer:
         """The participant's whole answer (`{ideas}`), sent on every Add and Remove (§8)."""
         ideas = await service.answer(evaluationId, participant_of(access), body)
@@ -108,7 +113,7 @@ def poll_router(poll_service: ServiceRef[PollService]) -> APIRouter:
     async def get_answer(
         evaluationId: str,
         access: Access = Depends(anyone),
-        service: PollService = Depends(poll_service),
+        service: PollService = Depends(the_service),
     ) -> BrainstormAnswer:
         """My current answer, as I typed it."""
         ideas = await service.my_answer(evaluationId, participant_of(access).attempt_id)
@@ -118,7 +123,7 @@ def poll_router(poll_service: ServiceRef[PollService]) -> APIRouter:
     async def get_settings(
         evaluationId: str,
         _: Access = Depends(anyone),
-        service: PollService = Depends(poll_service),
+        service: PollService = Depends(the_service),
     ) -> PollPageSettings:
         """The switches (`ai` on: the participants' page shows the AI notice, §4), and the
         question's `prompt` and `maxIdeas` for the pages."""
@@ -129,7 +134,7 @@ def poll_router(poll_service: ServiceRef[PollService]) -> APIRouter:
         evaluationId: str,
         audience: Literal["wall", "phone"] = Query("phone"),
         access: Access = Depends(anyone),
-        service: PollService = Depends(poll_service),
+        service: PollService = Depends(the_service),
     ) -> PollTallyFrame:
         """The latest frame of the wall (staff) or of the phones."""
         return await service.tally_frame(evaluationId, _audience(access, audience))
@@ -160,7 +165,7 @@ def poll_router(poll_service: ServiceRef[PollService]) -> APIRouter:
         audience: Literal["wall", "phone"] = Query("phone"),
         last_event_id: str | None = Header(None, alias="Last-Event-ID"),
         access: Access = Depends(anyone),
-        service: PollService = Depends(poll_service),
+        service: PollService = Depends(the_service),
     ) -> StreamingResponse:
         """SSE of `poll.tally` frames (`id` = seq; Last-Event-ID → the latest frame at once)."""
         return await _sse(service, evaluationId, _audience(access, audience), last_event_id)
@@ -169,7 +174,7 @@ def poll_router(poll_service: ServiceRef[PollService]) -> APIRouter:
     async def get_board(
         evaluationId: str,
         _: Access = Depends(staff),
-        service: PollService = Depends(poll_service),
+        service: PollService = Depends(the_service),
     ) -> PollIdeaBoard:
         """The moderation board: every idea, raw text and correction. Staff only."""
         return await service.board(evaluationId)
@@ -184,7 +189,7 @@ def poll_router(poll_service: ServiceRef[PollService]) -> APIRouter:
         evaluationId: str,
         change: PollIdeaAction = Body(...),
         access: Access = Depends(staff),
-        service: PollService = Depends(poll_service),
+        service: PollService = Depends(the_service),
     ) -> PollIdeaBoard:
         """approve / hide / reset / merge / detach / rename (audited as `poll.ideas`)."""
         return await service.act(evaluationId, access.identity.sub, change)
@@ -202,7 +207,7 @@ def poll_router(poll_service: ServiceRef[PollService]) -> APIRouter:
         evaluationId: str,
         body: PollRevealBody,
         access: Access = Depends(staff),
-        service: PollService = Depends(poll_service),
+        service: PollService = Depends(the_service),
     ) -> PollSettings:
         """The display switches: votes, moderation, AI assistance."""
         return await service.reveal(evaluationId, access.identity.sub, body)
@@ -215,7 +220,7 @@ def poll_router(poll_service: ServiceRef[PollService]) -> APIRouter:
     async def board_stream(
         evaluationId: str,
         _: Access = Depends(staff),
-        service: PollService = Depends(poll_service),
+        service: PollService = Depends(the_service),
     ) -> StreamingResponse:
         """SSE of `poll.board` snapshots when the board changes. Staff only."""
         return await _sse(service, evaluationId, "board", None)

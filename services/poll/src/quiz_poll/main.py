@@ -12,6 +12,7 @@ from quiz_poll.metrics import PollMetrics
 from quiz_poll.models import MIGRATIONS
 from quiz_poll.repository import PollRepository
 from quiz_poll.service import Clock, PollService
+from quiz_poll.tokens import CachingVerifier
 from quiz_servicekit.app import ServiceRef, ServiceRuntime, create_service_app, run_service
 from quiz_servicekit.llm import LlmClient
 
@@ -61,13 +62,16 @@ def create_app(settings: Settings | None = None, *, clock: Clock = time.time) ->
         if service.is_set:
             await service().aclose()
 
-    return create_service_app(
+    app = create_service_app(
         runtime,
         # The pages are static shells of this API (issue 16): no data, no token on their route.
         routers=[api.poll_router(service), pages.router],
         on_startup=on_startup,
         on_shutdown=on_shutdown,
     )
+    # Phones send the same token on every Add and Remove: its signature is checked once.
+    app.state.jwt_verifier = CachingVerifier(app.state.jwt_verifier)
+    return app
 
 
 def run() -> None:

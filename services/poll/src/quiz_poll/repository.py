@@ -36,6 +36,9 @@ SQL: dict[str, str] = {
         " FROM polls WHERE evaluation_id = :e"
     ),
     "bump": "UPDATE polls SET version = version + 1 WHERE evaluation_id = :e RETURNING version",
+    "bump_by": (
+        "UPDATE polls SET version = version + :n WHERE evaluation_id = :e RETURNING version"
+    ),
     "close": (
         "UPDATE polls SET closed_at = :at, version = version + 1"
         " WHERE evaluation_id = :e AND closed_at IS NULL"
@@ -191,6 +194,15 @@ class AiRunRow:
     calls: int
     error: PollAiError | None
     error_at: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class AnswerToSave:
+    """One participant's whole answer, for `save_answers`."""
+
+    evaluation_id: str
+    participant: PollParticipant
+    ideas: list[str]
 
 
 @dataclass(frozen=True, slots=True)
@@ -374,13 +386,9 @@ class PollRepository:
         404 without the poll, 409 `poll_frozen` once it is frozen, and 422 `answer_invalid`
         once it closed (no answer after the End) — checked inside the same transaction.
         """
-        poll = self._poll_in(conn, evaluation_id)
-        if poll is None:
-            raise _not_found()
-        if poll.frozen_at is not None:
-            raise ContractError(ErrorCode.poll_frozen, "This poll is frozen.")
-        if poll.closed_at is not None:
-            raise ContractError(ErrorCode.answer_invalid, "This poll is closed.")
+        refusal = self._answer_refusal(self._poll_in(conn, evaluation_id))
+        if refusal is not None:
+            raise refusal
         params = {
             "e": evaluation_id,
             "a": participant.attempt_id,
@@ -394,6 +402,59 @@ class PollRepository:
         conn.exec_driver_sql(self._sql["join"], params)
         conn.exec_driver_sql(self._sql["upsert_answer"], params)
         return self._bump(conn, evaluation_id)
+
+    @transaction
+    def save_answers(
+        self, conn: Connection, items: Sequence[AnswerToSave], now: float
+    ) -> list[int | ContractError]:
+        """Many participants' answers in one transaction (group commit): per item its version,
+        or the error that refused it (the rules of `save_answer`, checked once per poll).
+
+        The answers of one poll get consecutive versions in the order given.
+        """
+        by_poll: dict[str, list[int]] = {}
+        for index, item in enumerate(items):
+            by_poll.setdefault(item.evaluation_id, []).append(index)
+        out: list[int | ContractError] = [0] * len(items)
+        for evaluation_id, indexes in by_poll.items():
+            refusal = self._answer_refusal(self._poll_in(conn, evaluation_id))
+            if refusal is not None:
+                for index in indexes:
+                    out[index] = refusal
+                continue
+            rows = [
+                {
+                    "e": evaluation_id,
+                    "a": items[i].participant.attempt_id,
+                    "kind": items[i].participant.kind,
+                    "user_id": items[i].participant.user_id,
+                    "person": None,
+                    "guest": items[i].participant.kind == "guest",
+                    "payload": json.dumps({"ideas": items[i].ideas}, ensure_ascii=False),
+                    "now": now,
+                }
+                for i in indexes
+            ]
+            conn.exec_driver_sql(self._sql["join"], rows)
+            conn.exec_driver_sql(self._sql["upsert_answer"], rows)
+            last = int(
+                conn.exec_driver_sql(
+                    self._sql["bump_by"], {"e": evaluation_id, "n": len(indexes)}
+                ).scalar_one()
+            )
+            for offset, index in enumerate(indexes):
+                out[index] = last - len(indexes) + 1 + offset
+        return out
+
+    @staticmethod
+    def _answer_refusal(poll: PollRow | None) -> ContractError | None:
+        if poll is None:
+            return _not_found()
+        if poll.frozen_at is not None:
+            return ContractError(ErrorCode.poll_frozen, "This poll is frozen.")
+        if poll.closed_at is not None:
+            return ContractError(ErrorCode.answer_invalid, "This poll is closed.")
+        return None
 
     @read_only
     def answer(self, conn: Connection, evaluation_id: str, attempt_id: str) -> list[str]:

@@ -181,3 +181,56 @@ async def test_nats_edge(room: Room, nc: NATS) -> None:
     assert ack.joined == 2
     raw = await nc.request(subjects.POLL_JOIN, b'{"evaluationId": "x"}', timeout=5)
     assert json.loads(raw.data)["code"] == "invalid_request"
+
+
+async def test_ai_on_is_refused_when_no_model_can_be_called(
+    signing_keys: Any, tmp_path: Any
+) -> None:
+    """A bus with no gateway: the availability question has no answer, so no model can be
+    called and turning AI on is 422 llm_unavailable (ADR-072 §3); the rest of the poll works."""
+    from quiz_poll.main import create_app
+    from quiz_testkit.nats_server import NatsServer
+    from quiz_testkit.serving import serve_app
+
+    from .conftest import poll_settings
+
+    server = NatsServer(tmp_path / "nats").start()
+    try:
+        settings = poll_settings(server.url, signing_keys, f"sqlite:///{tmp_path / 'p.db'}")
+        async with serve_app(create_app(settings), settings) as url:
+            import nats
+
+            nc = await nats.connect(server.url)
+            lone = Room(url, signing_keys, nc, new_id())
+            await lone.open()
+            r = await lone.reveal(ai=True)
+            assert r.status_code == 422 and r.json()["code"] == "llm_unavailable"
+            board = await lone.board()
+            assert board["ai"] == {"available": False, "on": False, "error": None}
+            assert (await lone.reveal(votes=True)).status_code == 200
+            await lone.aclose()
+            await nc.close()
+    finally:
+        server.stop()
+
+
+async def test_run_again_starts_with_no_mark_and_ai_off(room: Room) -> None:
+    await room.open(anonymous=False)
+    await room.answer("a1", ["respirer"])
+    await room.act({"action": "hide", "keys": ["respirer"]})
+    again = Room(room.url, room.keys, room.nc, new_id())
+    body = {
+        "evaluationId": again.id,
+        "againOf": room.id,
+        "teacherId": again.teacher,
+        "audience": {"kind": "classroom", "classroomId": "c1"},
+        "question": {"prompt": "Vivant ?"},
+        "openedAt": datetime.now(UTC).isoformat(),
+    }
+    raw = await room.nc.request(subjects.POLL_OPEN, json.dumps(body).encode(), timeout=10)
+    ack = json.loads(raw.data)
+    assert ack["ok"] is True and ack["settings"]["ai"] is False and ack["answered"] == 0
+    await again.answer("a1", ["respirer"])
+    statuses = await again.statuses()
+    assert statuses["respirer"]["status"] == "pending"  # the first run's hide does not follow
+    await again.aclose()
