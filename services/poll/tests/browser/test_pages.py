@@ -13,6 +13,7 @@ Screenshots (wall with 20 and 200 ideas, the board) are saved under the test out
 from __future__ import annotations
 
 import asyncio
+import itertools
 import time
 from pathlib import Path
 from typing import Any
@@ -219,6 +220,14 @@ async def test_wall_follows_twenty_participants_and_never_shows_hidden_or_unmode
     assert not late, f"bubbles later than 1 s after their answer (s): {late}"
     assert set(await wall_bubbles(wall)) == set(first_seen_answer)
     assert await labels_fit(wall) == []
+    # Size by count: a bubble's area grows with its count (radius ∝ √count, with a floor).
+    sizes = await wall.eval_on_selector_all(
+        ".bubble", "els => els.map(e => [Number(e.dataset.count), e.offsetWidth])"
+    )
+    for (_, w1), (_, w2) in itertools.pairwise(sorted(sizes)):
+        assert w1 <= w2 + 0.5, sizes
+    big = max(sizes)
+    assert big[1] > min(sizes)[1] * 1.5, sizes  # 6 participants against 1: visibly larger
     text, ratio = await lowest_contrast(wall)
     assert ratio >= 7, (text, ratio)  # WCAG AAA for all the wall's text
     await wall.screenshot(path=output / "wall-20.png")
