@@ -19,7 +19,7 @@ from quiz_contracts.llm import (
     UsageReply,
     UsageRequest,
 )
-from quiz_contracts.poll import BrainstormClose, BrainstormOpen, PollAck, PollJoin
+from quiz_contracts.poll import BrainstormClose, BrainstormOpen, PollAck, PollAiJob, PollJoin
 from quiz_contracts.review import (
     QuestionDeleted,
     QuestionRetired,
@@ -185,6 +185,15 @@ CHANNELS: tuple[Channel, ...] = (
         "send",
         "What became of one review request: the version's review, or why there is none.",
         ReviewCompleted,
+    ),
+    Channel(
+        subjects.POLL_AI_JOBS,
+        subjects.POLL_AI_STREAM,
+        "poll",
+        "receive",
+        "Run a poll's AI pass (published by poll itself when an answer claims the lease; due "
+        "3 s later; set Nats-Msg-Id to <evaluation>:<lease>).",
+        PollAiJob,
     ),
 )
 

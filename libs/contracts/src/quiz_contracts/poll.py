@@ -442,3 +442,16 @@ class PollAck(CamelModel):
     answered: int = Field(ge=0)
     closed: bool
     frozen: bool
+
+
+class PollAiJob(CamelModel):
+    """`poll.v1.ai.jobs` (stream POLL_AI, work queue): run the AI pass of one poll.
+
+    Published when an answer claims the poll's lease; `lease` (epoch seconds) is the lease the
+    pass holds, `dueAt` when it starts (3 s after the claim, so the ideas typed meanwhile share
+    a call). Any replica may run it; the message id is `<evaluation>:<lease>` (one job a lease).
+    """
+
+    evaluation_id: EvaluationId
+    lease: float
+    due_at: datetime

@@ -42,6 +42,10 @@ LESSON_FIX_PREFIX = "lesson.v1"
 POLL_OPEN = "poll.v1.open"
 POLL_CLOSE = "poll.v1.close"
 POLL_JOIN = "poll.v1.join"
+# poll: the AI pass of a poll whose lease was just claimed (ADR-072 §12 "one poll.ai job 3 s
+# later"), a JetStream work queue so that any replica runs it and a dead replica's pass resumes.
+POLL_AI_JOBS = "poll.v1.ai.jobs"
+POLL_AI_STREAM = "POLL_AI"
 
 # The micro service names: `$SRV.PING.<name>` answers per service.
 SERVICE_NAMES = ("llm-gateway", "runner", "editor-assist", "review", "poll", "lesson-fix")

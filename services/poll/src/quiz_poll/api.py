@@ -147,8 +147,7 @@ def poll_router(poll_service: ServiceRef[PollService]) -> APIRouter:
         async def body() -> AsyncIterator[bytes]:
             try:
                 while True:
-                    chunk = await sub.next(service.keepalive_s)
-                    yield chunk if chunk is not None else service.keepalive()
+                    yield await sub.next()
             finally:
                 service.unsubscribe(live, audience, sub)
 

@@ -6,7 +6,7 @@ import time
 
 from fastapi import FastAPI
 
-from quiz_poll import api, handlers, pages
+from quiz_poll import api, consumers, handlers, pages
 from quiz_poll.config import Settings
 from quiz_poll.metrics import PollMetrics
 from quiz_poll.models import MIGRATIONS
@@ -37,6 +37,10 @@ def create_app(settings: Settings | None = None, *, clock: Clock = time.time) ->
     metrics = PollMetrics(runtime.metrics)
     service = ServiceRef[PollService]("poll service")
     runtime.add_endpoints(handlers.endpoints(service))
+    for stream in consumers.streams():
+        runtime.add_stream(stream)
+    for consumer in consumers.consumers(service):
+        runtime.add_consumer(consumer)
     # Any replica may sweep: each freeze is one conditional UPDATE (the first one wins).
     runtime.add_periodic(
         "freeze", settings.freeze_every_s, lambda: service().freeze_due(), run_at_start=True
@@ -46,6 +50,7 @@ def create_app(settings: Settings | None = None, *, clock: Clock = time.time) ->
         poll = PollService(
             repo=PollRepository(rt.db),
             nc=rt.nc,
+            js=rt.js,
             llm=LlmClient(rt.nc),
             metrics=metrics,
             frame_interval_s=settings.frame_interval_s,

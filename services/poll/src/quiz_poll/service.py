@@ -12,10 +12,11 @@ Replicas: each replica also listens to `poll.v1.*.tally`. A frame of a poll it h
 database (coalesced: one read in flight per poll) and sends its own clients the new frames.
 
 AI (ADR-072 §12–§14, FACTS D "Batches"): an answer claims the lease of `poll_ai_runs` (a
-conditional UPDATE: one pass per poll across replicas); the pass starts `ai_job_delay_s` (3 s)
-later in the replica that claimed it, judges up to 50 new ideas per call with the wall's ideas as
-context until none is left, and releases the lease. A replica that dies mid-pass leaves a lease
-whose heartbeat goes stale after 60 s: the next answer claims it again.
+conditional UPDATE: one pass per poll across replicas) and publishes one `poll.v1.ai.jobs` job
+due `ai_job_delay_s` (3 s) later on a JetStream work queue; the replica that takes the job runs
+the pass: up to 50 new ideas per call with the wall's ideas as context until none is left, then
+it releases the lease. A replica that dies mid-pass leaves its job unacked: it is delivered again
+and the pass goes on under the same lease.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from typing import Any
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 from nats.aio.subscription import Subscription
+from nats.js import JetStreamContext
 
 from quiz_contracts import subjects
 from quiz_contracts.errors import ContractError, ErrorCode
@@ -45,6 +47,7 @@ from quiz_contracts.poll import (
     IdeaMark,
     MaskedPerson,
     PollAiError,
+    PollAiJob,
     PollAiState,
     PollIdeaAction,
     PollIdeaBoard,
@@ -64,7 +67,7 @@ from quiz_poll.domain.ai import (
     retroactive_marks,
     select_batch,
 )
-from quiz_poll.domain.ai_run import RUN_CAP, board_error
+from quiz_poll.domain.ai_run import ERROR_COOLDOWN, RUN_CAP, board_error
 from quiz_poll.domain.board import Bubble
 from quiz_poll.domain.freeze import FREEZE_AFTER
 from quiz_poll.domain.ideas import check_answer
@@ -79,7 +82,7 @@ from quiz_poll.domain.views import (
     needs_frame,
     snapshot,
 )
-from quiz_poll.live import KEEPALIVE, Coalescer, Subscriber, sse_event
+from quiz_poll.live import Coalescer, Subscriber, sse_event
 from quiz_poll.metrics import PollMetrics
 from quiz_poll.repository import (
     AiRunRow,
@@ -89,6 +92,7 @@ from quiz_poll.repository import (
     PollRow,
     PollState,
 )
+from quiz_servicekit.jetstream import publish
 from quiz_servicekit.llm import LlmClient
 
 log = logging.getLogger(__name__)
@@ -187,6 +191,7 @@ class PollService:
         *,
         repo: PollRepository,
         nc: NATS,
+        js: JetStreamContext | None = None,
         llm: LlmClient,
         metrics: PollMetrics,
         frame_interval_s: float = 0.25,
@@ -198,6 +203,7 @@ class PollService:
     ) -> None:
         self.repo = repo
         self.nc = nc
+        self.js = js
         self.llm = llm
         self.metrics = metrics
         self.keepalive_s = keepalive_s
@@ -215,6 +221,11 @@ class PollService:
         # Group commit of answers: those arriving while a transaction runs share the next one.
         self._answer_queue: list[tuple[AnswerToSave, asyncio.Future[int]]] = []
         self._answer_writer: asyncio.Task[None] | None = None
+        # AI passes this replica runs, and its failures' cool-downs: an answer then skips the
+        # claim (a write) that could not succeed. Other replicas' passes are the row's to tell.
+        self._passes: dict[str, float] = {}  # evaluation -> the lease of our pass
+        self._claimed: dict[str, float] = {}  # evaluation -> when the job claimed here starts
+        self._cooling: dict[str, float] = {}
 
     # --- life cycle ----------------------------------------------------------------------------
 
@@ -223,6 +234,17 @@ class PollService:
         self._frames_sub = await self.nc.subscribe(
             subjects.poll_tally_filter(), cb=self._on_remote_frame
         )
+        self._spawn(self._keepalives())
+
+    async def _keepalives(self) -> None:
+        """Every `keepalive_s`, a keep-alive comment to each idle SSE client (proxies close
+        idle streams), all clients at once rather than a timer per client."""
+        while True:
+            await asyncio.sleep(self.keepalive_s)
+            for live in list(self._polls.values()):
+                for subscribers in live.subscribers.values():
+                    for sub in subscribers:
+                        sub.poke()
 
     async def aclose(self) -> None:
         if self._frames_sub is not None:
@@ -593,6 +615,8 @@ class PollService:
                 lp.tally.set_moderation(s.moderation)
 
             live = self._apply(evaluation_id, version, switched)
+            if change.ai_turned_on:  # a fresh run: no cool-down left from the last one
+                self._cooling.pop(evaluation_id, None)
         return live.settings
 
     # --- live frames ---------------------------------------------------------------------------
@@ -646,35 +670,71 @@ class PollService:
         current.subscribers[audience].discard(sub)
         self.metrics.sse_clients.labels(audience).dec()
 
-    @staticmethod
-    def keepalive() -> bytes:
-        return KEEPALIVE
-
     # --- AI ------------------------------------------------------------------------------------
 
     def _people(self, live: LivePoll) -> list[MaskedPerson]:
         return people_to_mask(live.row.roster, live.joined.values())
 
     async def request_ai_pass(self, evaluation_id: str, *, look: bool = True) -> bool:
-        """Claim the lease when free and start the pass `ai_job_delay_s` later; True if claimed.
+        """Claim the lease when free and send the pass job, due `ai_job_delay_s` (3 s) later;
+        True if claimed.
 
         `look`: first check this replica's tally holds an idea with no mark (False when the
-        caller read the database and found one)."""
+        caller read the database and found one). Skipped without a write: a pass running here
+        (it reads this idea too), a job claimed here and not started yet (it will), a failure
+        of ours less than 30 s old (the row would refuse)."""
         live = await self.live(evaluation_id)
         if not live.row.ai or self._frozen_now(live):
             return False
+        now = self.clock()
+        if (
+            evaluation_id in self._passes
+            or now < self._claimed.get(evaluation_id, 0.0)
+            or now < self._cooling.get(evaluation_id, 0.0)
+        ):
+            return False
         if look and not any(key not in live.tally.marks for key in live.tally.keys()):
             return False
-        now = self.clock()
         if not await self.repo.claim(evaluation_id, now):
             return False
-        self._spawn(self._ai_pass(evaluation_id, now))
+        due = now + self.ai_job_delay_s
+        self._claimed[evaluation_id] = due
+        job = PollAiJob(evaluation_id=evaluation_id, lease=now, due_at=_dt(due))
+        if self.js is None:
+            self._spawn(self.run_ai_job(job))
+            return True
+        try:
+            await publish(self.js, subjects.POLL_AI_JOBS, job, msg_id=f"{evaluation_id}:{now!r}")
+        except ContractError as e:  # no stream (JetStream down): the pass runs here
+            log.warning("poll %s: AI job not queued (%s); running it here", evaluation_id, e)
+            self._spawn(self.run_ai_job(job))
         return True
+
+    async def run_ai_job(self, job: PollAiJob) -> None:
+        """The `poll.v1.ai.jobs` job: at its due time, the pass under the job's lease."""
+        wait = job.due_at.timestamp() - self.clock()
+        if wait > 0:
+            await asyncio.sleep(wait)
+        evaluation_id = job.evaluation_id
+        try:
+            await self.live(evaluation_id)
+        except ContractError as e:
+            if e.code is not ErrorCode.not_found:
+                raise
+            log.warning("poll %s: AI job for a poll this database does not hold", evaluation_id)
+            return
+        self._passes[evaluation_id] = job.lease
+        try:
+            await self._ai_pass(evaluation_id, job.lease)
+        finally:
+            self._end_pass(evaluation_id, job.lease)
+
+    def _end_pass(self, evaluation_id: str, lease: float) -> None:
+        if self._passes.get(evaluation_id) == lease:
+            del self._passes[evaluation_id]
 
     async def _ai_pass(self, evaluation_id: str, lease: float) -> None:
         """One pass: batches of up to 50 new ideas until none is left (FACTS D "Batches")."""
-        if self.ai_job_delay_s:
-            await asyncio.sleep(self.ai_job_delay_s)
         sent: set[str] = set()
         while True:
             live = await self.live(evaluation_id)
@@ -695,6 +755,7 @@ class PollService:
                 # Look once more, in the database: ideas typed between the last read and the
                 # release, on any replica (whose claim failed while this pass held the lease).
                 # An idea the model left out in this pass waits for the next one (`sent`).
+                self._end_pass(evaluation_id, lease)
                 state = await self.repo.state(evaluation_id)
                 if state is not None:
                     stored = {m.key: m for m in state.marks}
@@ -729,7 +790,9 @@ class PollService:
 
     async def _ai_failed(self, live: LivePoll, lease: float, error: PollAiError) -> None:
         """Fail closed: nothing written, the code on the board, the lease freed (retry ≥ 30 s)."""
-        await self.repo.after_failure(live.row.evaluation_id, lease, error, self.clock())
+        now = self.clock()
+        await self.repo.after_failure(live.row.evaluation_id, lease, error, now)
+        self._cooling[live.row.evaluation_id] = now + ERROR_COOLDOWN.total_seconds()
         self.metrics.ai_batches.labels(error.value).inc()
         log.warning("poll %s: AI batch failed: %s", live.row.evaluation_id, error.value)
         if live.subscribers["board"]:

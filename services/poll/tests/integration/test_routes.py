@@ -44,8 +44,16 @@ async def test_open_answer_board_and_cloud(room: Room) -> None:
     phone = await room.tally("phone")
     assert phone["tally"]["pending"] == 0
     assert "eau" not in json.dumps(phone) and "Bouger" not in json.dumps(wall)
-    audit = await room.staff("GET", "/ideas")
-    assert audit.status_code == 200
+    # The board's own stream (staff): a PollIdeaBoard snapshot at once.
+    headers = {"authorization": f"Bearer {room.staff_token()}"}
+    async with room.http.stream("GET", f"{room.base}/board/stream", headers=headers) as r:
+        assert r.status_code == 200
+        async for chunk in r.aiter_text():
+            event = sse_frames(chunk)[0]
+            assert event["event"] == "poll.board" and event["data"]["pending"] == 2
+            break
+    guest = {"authorization": f"Bearer {room.guest_token('a1')}"}
+    assert (await room.http.get(f"{room.base}/board/stream", headers=guest)).status_code == 404
 
 
 async def test_grants_and_errors(room: Room, signing_keys: Any) -> None:
