@@ -219,6 +219,8 @@ async def test_wall_follows_twenty_participants_and_never_shows_hidden_or_unmode
     }
     assert not late, f"bubbles later than 1 s after their answer (s): {late}"
     assert set(await wall_bubbles(wall)) == set(first_seen_answer)
+    await wall.wait_for_selector("#cloud[data-packed]", timeout=15000)  # the packing at rest
+    assert await overlaps(wall) == []
     assert await labels_fit(wall) == []
     # Size by count: a bubble's area grows with its count (radius ∝ √count, with a floor).
     sizes = await wall.eval_on_selector_all(
@@ -426,13 +428,35 @@ async def test_wall_with_two_hundred_ideas(
         viewport={"width": 1920, "height": 1080},
     )
     await same_as_tally(wall, http, site, ev)
-    await asyncio.sleep(1.5)  # the packing settles
+    await wall.wait_for_selector("#cloud[data-packed]", timeout=15000)  # the packing at rest
+    assert await overlaps(wall) == []
     await wall.screenshot(path=output / "wall-200.png")
     assert await wall.evaluate(
         "document.documentElement.scrollHeight <= innerHeight"
         " && document.documentElement.scrollWidth <= innerWidth"
     )
     assert await labels_fit(wall) == []
+
+
+async def overlaps(wall: Any) -> list[tuple[str, str]]:
+    """Pairs of bubbles overlapping by more than 2 px, or bubbles out of the cloud, once packed."""
+    return await wall.evaluate(
+        """() => {
+             const cloud = document.getElementById('cloud').getBoundingClientRect();
+             const c = [...document.querySelectorAll('.bubble')].map(b => {
+               const r = b.getBoundingClientRect();
+               return {k: b.dataset.key, x: r.x + r.width / 2, y: r.y + r.height / 2,
+                       r: r.width / 2, out: r.left < cloud.left - 1 || r.right > cloud.right + 1
+                         || r.top < cloud.top - 1 || r.bottom > cloud.bottom + 1};
+             });
+             const bad = c.filter(a => a.out).map(a => [a.k, 'outside']);
+             for (let i = 0; i < c.length; i++) for (let j = i + 1; j < c.length; j++) {
+               const d = Math.hypot(c[i].x - c[j].x, c[i].y - c[j].y);
+               if (d < c[i].r + c[j].r - 2) bad.push([c[i].k, c[j].k]);
+             }
+             return bad;
+           }"""
+    )
 
 
 async def labels_fit(wall: Any) -> list[str]:

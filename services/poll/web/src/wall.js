@@ -24,9 +24,11 @@ const nodes = new Map();
 const simulation = forceSimulation([])
   .force("x", forceX(0).strength(0.06))
   .force("y", forceY(0).strength(0.09))
-  .force("collide", forceCollide((d) => d.r + 6).iterations(3))
+  .force("collide", forceCollide((d) => d.r + 6).iterations(4))
   .alphaDecay(0.035)
-  .on("tick", place);
+  .on("tick", place)
+  // `data-packed` marks a cloud at rest (the tests and the bench wait for it).
+  .on("end", () => (cloud.dataset.packed = "true"));
 
 // The cloud's size, read on resize only: reading it at every tick would force a layout.
 let box = null;
@@ -193,6 +195,7 @@ function drawFrame(frame) {
     for (const key of order) cloud.append(nodes.get(key).el);
   }
   simulation.nodes([...nodes.values()]);
+  delete cloud.dataset.packed;
   simulation.alpha(Math.max(simulation.alpha(), 0.5)).restart();
   showNote();
 }
@@ -252,18 +255,19 @@ let settingsTimer = null;
 function onFrame(frame) {
   if (frame.seq < lastSeq) return; // an older frame met after a newer one: never go back
   lastSeq = frame.seq;
+  lastFrame = frame;
   draw(frame);
   // A switch may be flipped from the board's tab: re-read them, at most every 2 s.
   if (!settingsTimer) settingsTimer = setTimeout(() => ((settingsTimer = null), loadSettings()), 2000);
 }
 
-window.addEventListener("resize", () => {
+// The cloud's box changes with the window and with the header (the question arrives with the
+// settings and may wrap): the same frame is drawn again in the new box.
+let lastFrame = null;
+new ResizeObserver(() => {
   box = null;
-  for (const n of nodes.values()) n.el.remove();
-  nodes.clear();
-  lastSeq = 0;
-  api("/tally?audience=wall").then(onFrame, () => {});
-});
+  if (lastFrame) draw(lastFrame);
+}).observe(cloud);
 
 (async () => {
   await loadSettings();
