@@ -23,5 +23,7 @@ class Settings(ServiceSettings):
     ai_deadline_s: float = Field(default=60.0, gt=0)
     # Whether a model can be called is asked of the gateway at most this often.
     availability_ttl_s: float = Field(default=5.0, ge=0)
+    # A poll nobody used this long (no request, no stream, no pass) leaves the replica's memory.
+    idle_evict_s: float = Field(default=900.0, gt=0)
     # The freeze sweep (30 days after close): how often each replica looks.
     freeze_every_s: float = Field(default=3600.0, gt=0)

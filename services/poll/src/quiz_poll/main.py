@@ -46,6 +46,12 @@ def create_app(settings: Settings | None = None, *, clock: Clock = time.time) ->
         "freeze", settings.freeze_every_s, lambda: service().freeze_due(), run_at_start=True
     )
 
+    runtime.add_periodic(
+        "evict_idle",
+        min(60.0, settings.idle_evict_s),
+        lambda: _evict(service, settings.idle_evict_s),
+    )
+
     async def on_startup(rt: ServiceRuntime) -> None:
         poll = PollService(
             repo=PollRepository(rt.db),
@@ -77,6 +83,10 @@ def create_app(settings: Settings | None = None, *, clock: Clock = time.time) ->
     # Phones send the same token on every Add and Remove: its signature is checked once.
     app.state.jwt_verifier = CachingVerifier(app.state.jwt_verifier)
     return app
+
+
+async def _evict(service: ServiceRef[PollService], idle_s: float) -> int:
+    return service().evict_idle(idle_s)
 
 
 def run() -> None:

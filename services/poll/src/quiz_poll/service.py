@@ -134,6 +134,7 @@ class LivePoll:
     latest: dict[str, tuple[int, bytes]] = field(default_factory=dict)
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     publish_pending: bool = False
+    used_at: float = field(default_factory=time.monotonic)  # last read by a request or a job
 
     @property
     def settings(self) -> PollSettings:
@@ -273,6 +274,7 @@ class PollService:
         """The poll held in memory (read once from the database); 404 when there is none."""
         live = self._polls.get(evaluation_id)
         if live is not None:
+            live.used_at = time.monotonic()
             return live
         pending = self._loading.get(evaluation_id)
         if pending is None:
@@ -356,6 +358,26 @@ class PollService:
         live.publish_pending = True
         self._coalescer.touch(evaluation_id)
         return live
+
+    def evict_idle(self, idle_s: float) -> int:
+        """Forget the polls nobody used for `idle_s` seconds (no stream open, no pass, no write
+        in progress): the next request reads them again from the database."""
+        now = time.monotonic()
+        idle = [
+            evaluation_id
+            for evaluation_id, live in self._polls.items()
+            if now - live.used_at > idle_s
+            and not any(live.subscribers.values())
+            and not live.lock.locked()
+            and not live.reloading
+            and evaluation_id not in self._passes
+            and self.clock() >= self._claimed.get(evaluation_id, 0.0)
+        ]
+        for evaluation_id in idle:
+            del self._polls[evaluation_id]
+            self._claimed.pop(evaluation_id, None)
+            self._cooling.pop(evaluation_id, None)
+        return len(idle)
 
     # --- the platform's edge (NATS) ------------------------------------------------------------
 

@@ -70,6 +70,8 @@ def poll_settings(nats_url: str, keys: SigningKeys, db: str, **extra: Any) -> Se
         frame_interval_s=0.05,
         availability_ttl_s=0,
         freeze_every_s=0.5,
+        # Polls leave memory after 2 idle seconds: every test also runs across reloads.
+        idle_evict_s=2.0,
         **extra,
     )
 
