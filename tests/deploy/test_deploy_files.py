@@ -275,6 +275,9 @@ ROUTES = {
     "/app/api/pools/7/review": "review",
     "/app/api/pools/7/reviews/3": "review",
     "/app/api/evaluations/9/poll/ideas": "poll",
+    "/poll/ev-9/wall": "poll",
+    "/poll/ev-9/moderate": "poll",
+    "/poll/assets/wall.js": "poll",
     "/app/api/lessons/check": "lesson_fix",
     "/app/api/lessons/fix": "lesson_fix",
 }
