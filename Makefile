@@ -3,7 +3,7 @@ SHELL := /bin/bash
 UV := $(shell command -v uv 2>/dev/null || echo "python3 -m uv")
 export PATH := $(CURDIR)/.data/tools/bin:$(PATH)
 
-.PHONY: run test lint typecheck unit bench token docs env clean images compose-env test-deploy
+.PHONY: run test lint typecheck unit bench token docs env clean images compose-env test-deploy pages poll-demo
 
 env: .venv/.synced
 
@@ -62,3 +62,14 @@ compose-env: env
 
 test-deploy: env
 	$(UV) run --no-sync pytest tests/deploy/test_compose_stack.py -p no:cacheprovider -v -rs
+
+# With `make run` going, in another terminal: opens a brainstorm and prints its pages' URLs.
+poll-demo: env
+	@$(UV) run --no-sync python scripts/poll_demo.py $(ARGS)
+
+# The poll's pages (issue 16): d3-force and esbuild from the npm registry, pinned by
+# services/poll/web/package-lock.json. The built files are committed under
+# services/poll/src/quiz_poll/static, so `make run` serves them without Node; this rebuilds them.
+pages:
+	@command -v npm >/dev/null || { echo "make pages needs node and npm (the built pages are committed)"; exit 1; }
+	cd services/poll/web && npm ci --no-audit --no-fund && npm run build

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Tools the tests use beyond Python packages: promtool (checks /metrics and the alert rules),
 # nginx (the API gateway of the e2e tests), a Docker engine (the runner's docker backend; the
-# compose stack with docker-compose and debootstrap for its base image) and
-# kubernetes-validate (the rendered overlays). Installed only
+# compose stack with docker-compose and debootstrap for its base image),
+# kubernetes-validate (the rendered overlays) and Chromium (the poll pages' browser tests).
+# Installed only
 # when missing and only when we are root with apt-get (CI and these dev machines); elsewhere
 # the tests that need them say why they skip.
 set -u
@@ -44,5 +45,15 @@ if [ ! -x "$tools/kv/bin/kubernetes-validate" ] && ! command -v kubernetes-valid
   $uv venv -q "$tools/kv" --python 3.11 >/dev/null 2>&1 \
     && $uv pip install -q --python "$tools/kv/bin/python" "kubernetes-validate==1.37.0" >/dev/null 2>&1 \
     || rm -rf "$tools/kv"
+fi
+if ! command -v chromium >/dev/null && can_apt; then
+  # The poll pages' browser tests drive Debian's headless Chromium (no browser download).
+  apt_update
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null 2>&1 || true
+fi
+web="$(cd "$(dirname "$0")/.." && pwd)/services/poll/web"
+if command -v npm >/dev/null && [ ! -d "$web/node_modules" ]; then
+  # The poll pages' sources, so a test can check the committed build is theirs (lockfile).
+  (cd "$web" && npm ci --no-audit --no-fund >/dev/null 2>&1) || true
 fi
 exit 0

@@ -191,3 +191,22 @@ def test_a_lesson_fix_through_the_api_gateway(
         timeout=60,
     )
     assert r.status_code == 413 and r.json()["code"] == "payload_too_large"
+
+
+def test_the_poll_pages_behind_the_gateway(platform: tuple[str, SigningKeys]) -> None:
+    """The wall, board and participant page and their assets reach the poll service (issue 16);
+    the shells are public, their data is not."""
+    base, keys = platform
+    for page in ("wall", "moderate", "answer"):
+        r = httpx.get(f"{base}/poll/ev-gw/{page}", timeout=30)
+        assert r.status_code == 200 and r.headers["content-type"].startswith("text/html"), page
+        assert "script-src 'self'" in r.headers["content-security-policy"]
+    r = httpx.get(f"{base}/poll/assets/wall.js", timeout=30)
+    assert r.status_code == 200 and "javascript" in r.headers["content-type"]
+    outsider = keys.mint("teacher-x", {"evaluation:other": {"role": "owner"}})
+    r = httpx.get(
+        f"{base}/app/api/evaluations/ev-gw/poll/ideas",
+        headers={"authorization": f"Bearer {outsider}"},
+        timeout=30,
+    )
+    assert r.status_code == 404 and r.json()["code"] == "not_found"

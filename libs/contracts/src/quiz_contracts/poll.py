@@ -216,12 +216,21 @@ class PollAiError(StrEnum):
     run_cap = "run_cap"
 
 
+AI_RUN_CAP = 200  # model calls one poll may make (ADR-072 §12, `run_cap`)
+
+
 class PollAiState(CamelModel):
-    """The board's AI line: a model can be called, the switch, the last failure."""
+    """The board's AI line: a model can be called, the switch, the last failure.
+
+    `calls` and `runCap` are this service's additions to the platform's shape (the board shows
+    the run's call count against its cap, issue 16); the run restarts at 0 when AI is switched on.
+    """
 
     available: bool
     on: bool
     error: PollAiError | None
+    calls: int = Field(default=0, ge=0, description="Model calls made by this run.")
+    run_cap: int = Field(default=AI_RUN_CAP, ge=1, description="The most a run may make.")
 
 
 class PollIdeaBoard(CamelModel):
@@ -292,6 +301,17 @@ class PollSettings(CamelModel):
     votes: bool = False
     moderation: bool = False
     ai: bool = False
+
+
+class PollPageSettings(PollSettings):
+    """`GET …/poll/settings`: the switches plus the question as the pages need it.
+
+    This service's addition (issue 16): the participant page disables "Add" at `maxIdeas`
+    rather than learning it from a 422, and the wall titles the cloud with the `prompt`.
+    """
+
+    prompt: str = Field(default="", max_length=20_000)
+    max_ideas: int = Field(default=DEFAULT_MAX_IDEAS, ge=1, le=MAX_IDEAS_LIMIT)
 
 
 class PollRevealBody(CamelModel):

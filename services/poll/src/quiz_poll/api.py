@@ -26,6 +26,7 @@ from quiz_contracts.poll import (
     BrainstormAnswer,
     PollIdeaAction,
     PollIdeaBoard,
+    PollPageSettings,
     PollParticipant,
     PollRevealBody,
     PollSettings,
@@ -118,14 +119,15 @@ def poll_router(poll_service: ServiceRef[PollService]) -> APIRouter:
         ideas = await service.my_answer(evaluationId, participant_of(access).attempt_id)
         return BrainstormAnswer.model_construct(ideas=ideas)
 
-    @router.get("/settings", response_model=PollSettings, responses=_COMMON)
+    @router.get("/settings", response_model=PollPageSettings, responses=_COMMON)
     async def get_settings(
         evaluationId: str,
         _: Access = Depends(anyone),
         service: PollService = Depends(the_service),
-    ) -> PollSettings:
-        """The switches; `ai` on means the participants' page shows the AI notice (§4)."""
-        return await service.settings(evaluationId)
+    ) -> PollPageSettings:
+        """The switches (`ai` on: the participants' page shows the AI notice, §4), and the
+        question's `prompt` and `maxIdeas` for the pages."""
+        return await service.page_settings(evaluationId)
 
     @router.get("/tally", response_model=PollTallyFrame, responses=_COMMON)
     async def get_tally(

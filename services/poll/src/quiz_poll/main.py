@@ -6,7 +6,7 @@ import time
 
 from fastapi import FastAPI
 
-from quiz_poll import api, consumers, handlers
+from quiz_poll import api, consumers, handlers, pages
 from quiz_poll.config import Settings
 from quiz_poll.metrics import PollMetrics
 from quiz_poll.models import MIGRATIONS
@@ -75,7 +75,8 @@ def create_app(settings: Settings | None = None, *, clock: Clock = time.time) ->
 
     app = create_service_app(
         runtime,
-        routers=[api.poll_router(service)],
+        # The pages are static shells of this API (issue 16): no data, no token on their route.
+        routers=[api.poll_router(service), pages.router],
         on_startup=on_startup,
         on_shutdown=on_shutdown,
     )

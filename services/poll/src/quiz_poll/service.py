@@ -52,6 +52,7 @@ from quiz_contracts.poll import (
     PollIdeaAction,
     PollIdeaBoard,
     PollJoin,
+    PollPageSettings,
     PollParticipant,
     PollRevealBody,
     PollSettings,
@@ -509,6 +510,15 @@ class PollService:
     async def settings(self, evaluation_id: str) -> PollSettings:
         return (await self.live(evaluation_id)).settings
 
+    async def page_settings(self, evaluation_id: str) -> PollPageSettings:
+        """The switches and the question, for the pages (`GET …/poll/settings`)."""
+        live = await self.live(evaluation_id)
+        return PollPageSettings(
+            **live.settings.model_dump(by_alias=False),
+            prompt=live.row.prompt,
+            max_ideas=live.row.max_ideas,
+        )
+
     def _frames(self, live: LivePoll) -> tuple[PollTallyFrame, PollTallyFrame]:
         return frames(
             live.row.evaluation_id,
@@ -527,7 +537,13 @@ class PollService:
     async def _ai_state(self, live: LivePoll) -> PollAiState:
         run = await self.repo.ai_run(live.row.evaluation_id)
         error = run.error if run is not None else None
-        return PollAiState(available=await self.ai_available(), on=live.row.ai, error=error)
+        return PollAiState(
+            available=await self.ai_available(),
+            on=live.row.ai,
+            error=error,
+            calls=run.calls if run is not None else 0,
+            run_cap=RUN_CAP,
+        )
 
     async def board(self, evaluation_id: str) -> PollIdeaBoard:
         """The staff board: every idea, hidden and unmoderated included."""

@@ -214,7 +214,13 @@ async def test_ai_on_is_refused_when_no_model_can_be_called(
             r = await lone.reveal(ai=True)
             assert r.status_code == 422 and r.json()["code"] == "llm_unavailable"
             board = await lone.board()
-            assert board["ai"] == {"available": False, "on": False, "error": None}
+            assert board["ai"] == {
+                "available": False,
+                "on": False,
+                "error": None,
+                "calls": 0,
+                "runCap": 200,
+            }
             assert (await lone.reveal(votes=True)).status_code == 200
             await lone.aclose()
             await nc.close()

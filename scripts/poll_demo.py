@@ -1,0 +1,98 @@
+"""`make poll-demo`: open a brainstorm in the system `make run` started, and print its pages.
+
+The platform opens a poll over NATS (`poll.v1.open`); with no platform here, this does it, turns
+"Show votes" on, and prints the wall, the moderation board (a teacher's token) and participant
+pages (one guest token each), every token in the URL fragment as the pages expect it.
+
+Options: --evaluation ID (default demo-<time>), --classroom (moderation starts off; default an
+anonymous poll, moderation on), --participants N (default 3), --prompt TEXT, --max-ideas N.
+Environment: NATS_URL (default nats://127.0.0.1:4222), POLL_URL (default http://127.0.0.1:8105),
+QUIZ_DATA_DIR (the dev keys of `make run`, default .data).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+import httpx
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+async def open_poll(nats_url: str, body: dict[str, object]) -> dict[str, object]:
+    import nats
+
+    nc = await nats.connect(nats_url, connect_timeout=3, max_reconnect_attempts=0)
+    try:
+        msg = await nc.request("poll.v1.open", json.dumps(body).encode(), timeout=10)
+    finally:
+        await nc.close()
+    reply: dict[str, object] = json.loads(msg.data)
+    return reply
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--evaluation", default=f"demo-{int(time.time())}")
+    parser.add_argument("--classroom", action="store_true")
+    parser.add_argument("--participants", type=int, default=3)
+    parser.add_argument("--prompt", default="Qu'est-ce qui caractérise le vivant ?")
+    parser.add_argument("--max-ideas", type=int, default=5)
+    args = parser.parse_args()
+    sys.path.insert(0, str(ROOT / "libs" / "testkit" / "src"))
+    from quiz_testkit.jwt_keys import SigningKeys
+
+    keys = SigningKeys.load_or_create(
+        Path(os.environ.get("QUIZ_DATA_DIR", ROOT / ".data")) / "dev-keys"
+    )
+    nats_url = os.environ.get("NATS_URL", "nats://127.0.0.1:4222")
+    poll_url = os.environ.get("POLL_URL", "http://127.0.0.1:8105").rstrip("/")
+    ev = args.evaluation
+    audience = (
+        {"kind": "classroom", "classroomId": "demo"} if args.classroom else {"kind": "anonymous"}
+    )
+    body = {
+        "evaluationId": ev,
+        "teacherId": "teacher-1",
+        "audience": audience,
+        "question": {"prompt": args.prompt, "maxIdeas": args.max_ideas},
+        "openedAt": datetime.now(UTC).isoformat(),
+    }
+    try:
+        reply = asyncio.run(open_poll(nats_url, body))
+    except Exception as e:  # said plainly: the usual cause is `make run` not running
+        print(f"could not open the poll over {nats_url} ({e}); is `make run` running?")
+        return 1
+    if reply.get("ok") is not True:
+        print(f"poll.v1.open refused: {reply}")
+        return 1
+    staff = keys.mint("teacher-1", {f"evaluation:{ev}": {"role": "owner"}}, ttl_s=8 * 3600)
+    r = httpx.post(
+        f"{poll_url}/app/api/evaluations/{ev}/poll/reveal",
+        json={"votes": True},
+        headers={"Authorization": f"Bearer {staff}"},
+        timeout=10,
+    )
+    if r.status_code != 200:
+        print(f"could not show the votes: {r.status_code} {r.text}")
+        return 1
+    print(f"poll {ev} open ({'classroom' if args.classroom else 'anonymous'}), votes shown")
+    print(f"wall:      {poll_url}/poll/{ev}/wall#token={staff}")
+    print(f"board:     {poll_url}/poll/{ev}/moderate#token={staff}")
+    for n in range(1, args.participants + 1):
+        grant = {"role": "viewer", "attempt": f"{ev}-guest-{n}", "guest": True}
+        token = keys.mint(f"guest-{n}", {f"evaluation:{ev}": grant}, ttl_s=8 * 3600)
+        print(f"answer {n}:  {poll_url}/poll/{ev}/answer#token={token}")
+    print("(add ?lang=fr or ?lang=en before the # to choose the language)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

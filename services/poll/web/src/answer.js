@@ -1,0 +1,108 @@
+// The participant page (ADR-071 §8): every Add and every Remove sends the whole answer at
+// once (no Send button). The list shown is what the service stored (its reply), so a refused
+// change never looks saved. The AI notice (ADR-072 §4) shows while the switch is on.
+import { api, follow, h, reason, t, translatePage } from "./common.js";
+
+translatePage();
+const form = document.getElementById("add");
+const input = document.getElementById("idea");
+const addButton = document.getElementById("add-button");
+const mine = document.getElementById("mine");
+const problem = document.getElementById("problem");
+const status = document.getElementById("status");
+const aiNotice = document.getElementById("ai-notice");
+const shared = document.getElementById("shared");
+const sharedSection = document.getElementById("shared-section");
+const counter = document.getElementById("counter");
+
+let ideas = [];
+let maxIdeas = null;
+let busy = false;
+
+function draw() {
+  mine.replaceChildren(
+    ...ideas.map((idea, i) =>
+      h(
+        "li",
+        {},
+        h("span", { class: "text" }, idea),
+        h(
+          "button",
+          { type: "button", class: "remove", "aria-label": t("answer.remove", { text: idea }), dataset: { index: String(i) }, onclick: () => remove(i) },
+          "×",
+        ),
+      ),
+    ),
+  );
+  if (!ideas.length) mine.append(h("li", { class: "none" }, t("answer.none")));
+  counter.textContent = maxIdeas ? t("answer.count", { n: ideas.length, max: maxIdeas }) : "";
+  addButton.disabled = busy || (maxIdeas !== null && ideas.length >= maxIdeas);
+}
+
+async function send(next) {
+  busy = true;
+  draw();
+  problem.textContent = "";
+  try {
+    const stored = await api("/answer", { method: "POST", body: { ideas: next } });
+    ideas = stored.ideas;
+    status.textContent = t("answer.saved");
+    return true;
+  } catch (e) {
+    problem.textContent = reason(e);
+    return false;
+  } finally {
+    busy = false;
+    draw();
+  }
+}
+
+form.addEventListener("submit", async (e) => {
+  e.preventDefault();
+  const idea = input.value.replace(/\s+/g, " ").trim();
+  if (!idea || busy) return;
+  if (await send([...ideas, idea])) input.value = "";
+  input.focus();
+});
+
+async function remove(i) {
+  if (busy) return;
+  await send(ideas.filter((_, j) => j !== i));
+  const next = mine.querySelector(`button[data-index="${Math.min(i, ideas.length - 1)}"]`);
+  (next || input).focus();
+}
+
+async function loadSettings() {
+  try {
+    const s = await api("/settings");
+    aiNotice.hidden = !s.ai;
+    if (typeof s.maxIdeas === "number") maxIdeas = s.maxIdeas;
+    draw();
+  } catch (e) {
+    problem.textContent = reason(e);
+  }
+}
+
+(async () => {
+  try {
+    ideas = (await api("/answer")).ideas;
+  } catch (e) {
+    problem.textContent = reason(e);
+  }
+  draw();
+  await loadSettings();
+  // The AI switch can move at any time: its notice is re-read every few seconds.
+  setInterval(() => document.visibilityState === "visible" && loadSettings(), 4000);
+  follow(
+    "/stream?audience=phone",
+    (type, frame) => {
+      if (type !== "poll.tally") return;
+      const items = frame.sharedList || [];
+      sharedSection.hidden = !items.length;
+      shared.replaceChildren(...items.map((i) => h("li", {}, i.label)));
+    },
+    (state) => {
+      document.body.dataset.live = state;
+    },
+  );
+})();

@@ -1,0 +1,316 @@
+// The moderation board (ADR-071 §6, ADR-072 §2/§13): every variant, staff only, in its own tab.
+// Every action is a POST …/poll/ideas whose answer is the new board; other changes (answers,
+// the model's verdicts, another teacher) arrive live. Every action has a keyboard path:
+// buttons, checkboxes and the "Merge into" select; dragging is a shortcut, never the only way.
+import { api, follow, h, reason, t, translatePage } from "./common.js";
+
+translatePage();
+const list = document.getElementById("clusters");
+const problem = document.getElementById("problem");
+const status = document.getElementById("status");
+const live = document.getElementById("live");
+const counts = document.getElementById("counts");
+const aiSwitch = document.getElementById("ai");
+const aiNotice = document.getElementById("ai-notice");
+const aiCalls = document.getElementById("ai-calls");
+const aiError = document.getElementById("ai-error");
+const moderationSwitch = document.getElementById("moderation");
+const selectedCount = document.getElementById("selected-count");
+const mergeTarget = document.getElementById("merge-target");
+const selectionBar = document.getElementById("selection");
+
+const RUN_CAP = 200; // ADR-072 §12, shown when the service does not say it
+let board = null;
+const selected = new Set();
+let editing = null; // the cluster key whose rename form is open: renders wait for it
+let waiting = null; // a board that arrived while editing or dragging
+let dragging = false; // a redraw would drop the row being dragged: it waits for the drop
+
+function say(message) {
+  status.textContent = message;
+}
+
+function fail(e) {
+  problem.textContent = reason(e);
+}
+
+async function act(body, what) {
+  problem.textContent = "";
+  try {
+    show(await api("/ideas", { method: "POST", body }));
+    say(t("board.done", { what }));
+  } catch (e) {
+    fail(e);
+  }
+}
+
+function keysOr(key) {
+  return selected.has(key) && selected.size > 1 ? [...selected] : [key];
+}
+
+function variantRow(cluster, v) {
+  const shown = v.correction || v.text;
+  const check = h("input", {
+    type: "checkbox",
+    id: `pick-${v.key}`,
+    "aria-label": t("board.select", { text: v.text }),
+    checked: selected.has(v.key),
+    dataset: { focus: `sel:${v.key}` },
+    onchange: (e) => {
+      if (e.target.checked) selected.add(v.key);
+      else selected.delete(v.key);
+      showSelection();
+    },
+  });
+  const button = (name, body) =>
+    h(
+      "button",
+      { type: "button", class: `act ${name}`, dataset: { focus: `${name}:${v.key}` }, onclick: () => act(body(), t(`board.${name}`)) },
+      t(`board.${name}`),
+    );
+  const actions = h(
+    "div",
+    { class: "actions", role: "group", "aria-label": t("board.actionsFor", { text: shown }) },
+    button("approve", () => ({ action: "approve", keys: keysOr(v.key) })),
+    button("hide", () => ({ action: "hide", keys: keysOr(v.key) })),
+    button("reset", () => ({ action: "reset", keys: keysOr(v.key) })),
+    cluster.variants.length > 1 || v.key !== cluster.key
+      ? button("detach", () => ({ action: "detach", keys: keysOr(v.key) }))
+      : null,
+  );
+  const row = h(
+    "li",
+    { class: `variant ${v.status}`, draggable: "true", dataset: { key: v.key } },
+    check,
+    h(
+      "label",
+      { for: `pick-${v.key}`, class: "texts" },
+      h("span", { class: "typed", title: t("board.typed") }, v.text),
+      v.correction && v.correction !== v.text
+        ? h("span", { class: "correction" }, h("span", { class: "sr-only" }, `${t("board.correction")}: `), `→ ${v.correction}`)
+        : null,
+    ),
+    h("span", { class: `source ${v.ai ? "ai" : "teacher"}` }, t(v.ai ? "board.source.ai" : "board.source.teacher")),
+    h("span", { class: `status ${v.status}` }, t(`board.status.${v.status}`)),
+    h("span", { class: "count" }, v.count === 1 ? t("board.person") : t("board.people", { n: v.count })),
+    actions,
+  );
+  row.addEventListener("dragstart", (e) => {
+    e.dataTransfer.setData("text/x-idea-key", v.key);
+    e.dataTransfer.effectAllowed = "move";
+    row.classList.add("dragging");
+    dragging = true;
+  });
+  row.addEventListener("dragend", () => {
+    row.classList.remove("dragging");
+    dragging = false;
+    if (waiting && !editing) {
+      const next = waiting;
+      waiting = null;
+      render(next);
+    }
+  });
+  return row;
+}
+
+function renameForm(cluster) {
+  const input = h("input", {
+    type: "text",
+    maxlength: "60",
+    value: cluster.renamed ? cluster.label : "",
+    placeholder: cluster.label,
+    "aria-label": t("board.label"),
+    id: `rename-${cluster.key}`,
+  });
+  const close = () => {
+    editing = null;
+    const next = waiting || board;
+    waiting = null;
+    render(next);
+    focusOn(`rename:${cluster.key}`);
+  };
+  const form = h(
+    "form",
+    {
+      class: "rename",
+      onsubmit: async (e) => {
+        e.preventDefault();
+        editing = null;
+        waiting = null;
+        await act({ action: "rename", key: cluster.key, label: input.value.trim() || null }, t("board.rename"));
+        focusOn(`rename:${cluster.key}`);
+      },
+      onkeydown: (e) => {
+        if (e.key === "Escape") close();
+      },
+    },
+    input,
+    h("button", { type: "submit" }, t("board.save")),
+    h("button", { type: "button", onclick: close }, t("board.cancel")),
+  );
+  setTimeout(() => input.focus(), 0);
+  return form;
+}
+
+function clusterSection(cluster) {
+  const heading = h(
+    "h2",
+    { id: `c-${cluster.key}` },
+    h("span", { class: "label" }, cluster.label),
+    cluster.renamed ? h("span", { class: "renamed" }, t("board.renamed")) : null,
+  );
+  const section = h(
+    "li",
+    { class: "cluster", dataset: { key: cluster.key }, "aria-labelledby": `c-${cluster.key}` },
+    h(
+      "div",
+      { class: "head" },
+      heading,
+      h("span", { class: "count" }, t("board.count", { count: cluster.count, total: cluster.total })),
+      editing === cluster.key
+        ? renameForm(cluster)
+        : h(
+            "button",
+            {
+              type: "button",
+              class: "rename-open",
+              dataset: { focus: `rename:${cluster.key}` },
+              onclick: () => {
+                editing = cluster.key;
+                render(board);
+              },
+            },
+            t("board.rename"),
+          ),
+    ),
+    h("ul", { class: "variants" }, cluster.variants.map((v) => variantRow(cluster, v))),
+  );
+  section.addEventListener("dragover", (e) => {
+    if (![...e.dataTransfer.types].includes("text/x-idea-key")) return;
+    e.preventDefault();
+    section.classList.add("drop");
+  });
+  section.addEventListener("dragleave", () => section.classList.remove("drop"));
+  section.addEventListener("drop", (e) => {
+    e.preventDefault();
+    section.classList.remove("drop");
+    dragging = false; // the merge's answer is drawn at once
+    const key = e.dataTransfer.getData("text/x-idea-key");
+    if (!key || cluster.variants.some((v) => v.key === key)) return;
+    act({ action: "merge", keys: keysOr(key), into: cluster.key }, t("board.mergeGo"));
+  });
+  return section;
+}
+
+function showSelection() {
+  for (const k of [...selected]) if (!board || !board.clusters.some((c) => c.variants.some((v) => v.key === k))) selected.delete(k);
+  selectedCount.textContent = t("board.selected", { n: selected.size });
+  for (const b of selectionBar.querySelectorAll("button, select")) b.disabled = selected.size === 0;
+}
+
+function focusOn(id) {
+  const el = id && document.querySelector(`[data-focus="${CSS.escape(id)}"]`);
+  if (el) el.focus();
+}
+
+/** Draws a board; keeps the keyboard focus and the selection across the redraw. */
+function show(next) {
+  if (!next) return;
+  if (editing || dragging) {
+    waiting = next;
+    return;
+  }
+  render(next);
+}
+
+function render(next) {
+  board = next;
+  const focused = document.activeElement && document.activeElement.dataset ? document.activeElement.dataset.focus : null;
+  counts.textContent = `${t("board.answered", { n: next.answered })} · ${t("board.pending", { n: next.pending })}`;
+  moderationSwitch.checked = next.moderation;
+  showAi(next.ai);
+  list.replaceChildren(...next.clusters.map(clusterSection));
+  if (!next.clusters.length) list.append(h("li", { class: "empty" }, t("board.empty")));
+  const current = mergeTarget.value;
+  mergeTarget.replaceChildren(...next.clusters.map((c) => h("option", { value: c.key }, c.label)));
+  if (next.clusters.some((c) => c.key === current)) mergeTarget.value = current;
+  showSelection();
+  focusOn(focused);
+}
+
+function showAi(ai) {
+  aiSwitch.checked = ai.on;
+  aiNotice.textContent = ai.on ? t("board.ai.notice.on") : ai.available ? t("board.ai.notice.off") : t("board.ai.unavailable");
+  aiNotice.className = ai.on ? "notice on" : "notice";
+  const calls = ai.calls ?? null;
+  aiCalls.textContent = calls === null ? "" : t("board.ai.calls", { calls, cap: ai.runCap ?? RUN_CAP });
+  aiCalls.hidden = calls === null;
+  aiError.textContent = ai.error ? t("board.ai.error", { code: ai.error }) : "";
+  aiError.hidden = !ai.error;
+}
+
+async function refresh() {
+  try {
+    show(await api("/ideas"));
+  } catch (e) {
+    fail(e);
+  }
+}
+
+async function flip(name, input) {
+  input.disabled = true;
+  problem.textContent = "";
+  try {
+    await api("/reveal", { method: "POST", body: { [name]: input.checked } });
+    await refresh();
+  } catch (e) {
+    input.checked = !input.checked;
+    fail(e);
+  } finally {
+    input.disabled = false;
+  }
+}
+
+aiSwitch.addEventListener("change", () => flip("ai", aiSwitch));
+moderationSwitch.addEventListener("change", () => flip("moderation", moderationSwitch));
+for (const name of ["approve", "hide", "reset", "detach"]) {
+  document.getElementById(`sel-${name}`).addEventListener("click", () => act({ action: name, keys: [...selected] }, t(`board.${name}`)));
+}
+document.getElementById("sel-merge").addEventListener("click", () => {
+  const into = mergeTarget.value;
+  const keys = [...selected].filter((k) => k !== into);
+  if (into && keys.length) act({ action: "merge", keys, into }, t("board.mergeGo")).then(() => selected.clear());
+});
+document.getElementById("sel-clear").addEventListener("click", () => {
+  selected.clear();
+  show(board);
+});
+
+// Live: the board's own stream when the service has it; else every wall frame (a change
+// of the tally) re-reads the board. A slow timer also catches what moves no frame (the AI's
+// call count and error).
+let coalesce = null;
+function soon() {
+  if (!coalesce) coalesce = setTimeout(() => ((coalesce = null), refresh()), 150);
+}
+function onState(state, err) {
+  document.body.dataset.live = state;
+  live.textContent = state === "reconnecting" ? t("live.reconnecting") : state === "refused" ? t("live.refused") : "";
+  if (err && state === "refused" && err.status !== 404) fail(err);
+  return state;
+}
+refresh();
+let fellBack = false;
+follow(
+  "/board/stream",
+  (type, data) => type === "poll.board" && show(data),
+  (state, err) => {
+    if (state === "refused" && err && err.status === 404 && !fellBack) {
+      fellBack = true;
+      follow("/stream?audience=wall", (type) => type === "poll.tally" && soon(), onState);
+      return;
+    }
+    onState(state, err);
+  },
+);
+setInterval(() => document.visibilityState === "visible" && !editing && refresh(), 5000);

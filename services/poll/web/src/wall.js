@@ -1,0 +1,291 @@
+// The wall (ADR-071 §5–§7): the projected bubble cloud, its two switches and "Moderate".
+// It draws ONLY what the wall's tally frame holds (`tally.ideas`): one HTML bubble per
+// bubble of the frame, removed as soon as a frame no longer has it. No board data is read here.
+import { forceCollide, forceSimulation, forceX, forceY } from "d3-force";
+import { api, evaluationId, follow, h, readToken, reason, t, translatePage } from "./common.js";
+
+translatePage();
+const cloud = document.getElementById("cloud");
+const note = document.getElementById("note");
+const live = document.getElementById("live");
+const stats = document.getElementById("stats");
+const problem = document.getElementById("problem");
+const votesSwitch = document.getElementById("votes");
+const moderationSwitch = document.getElementById("moderation");
+const moderateButton = document.getElementById("moderate");
+const pendingBadge = document.getElementById("pending");
+const prompt = document.getElementById("prompt");
+
+let settings = null;
+let lastSeq = 0;
+/** key → {key, label, count, r, x, y, el} */
+const nodes = new Map();
+
+const simulation = forceSimulation([])
+  .force("x", forceX(0).strength(0.06))
+  .force("y", forceY(0).strength(0.09))
+  .force("collide", forceCollide((d) => d.r + 6).iterations(4))
+  .alphaDecay(0.035)
+  .on("tick", place)
+  // `data-packed` marks a cloud at rest (the tests and the bench wait for it).
+  .on("end", () => (cloud.dataset.packed = "true"));
+
+// The cloud's size, read on resize only: reading it at every tick would force a layout.
+let box = null;
+function size() {
+  if (!box) box = { w: cloud.clientWidth || 800, h: cloud.clientHeight || 600 };
+  return box;
+}
+
+/** Radii ∝ √count (area ∝ count), scaled so the bubbles cover about half the cloud. */
+function radii(items) {
+  const { w, h: hgt } = size();
+  const total = items.reduce((s, b) => s + Math.max(b.count, 1), 0) || 1;
+  const scale = Math.sqrt((0.48 * w * hgt) / (Math.PI * total));
+  const cap = 0.42 * Math.min(w, hgt);
+  const floor = Math.min(Math.max(30, Math.min(64, 0.05 * Math.min(w, hgt))), cap);
+  return items.map((b) => Math.max(floor, Math.min(cap, scale * Math.sqrt(Math.max(b.count, 1)))));
+}
+
+const FONT = getComputedStyle(document.body).fontFamily || "system-ui, sans-serif";
+const ruler = document.createElement("canvas").getContext("2d");
+const LINE = 1.12; // the label's line-height (poll.css)
+
+const REF = 100; // px: widths are measured once at this size; text width scales with size
+const measured = new Map(); // word → width at REF px
+
+function widthAt(text, px) {
+  let w = measured.get(text);
+  if (w === undefined) {
+    ruler.font = `650 ${REF}px ${FONT}`;
+    w = ruler.measureText(text).width;
+    if (measured.size > 5000) measured.clear();
+    measured.set(text, w);
+  }
+  return (w * px) / REF;
+}
+
+/** How many lines `words` take at `px` when wrapped greedily to `width` (Infinity: a word
+ * alone is wider than the line, which the wall never allows: words are not broken). */
+function linesAt(words, px, width) {
+  const space = widthAt(" ", px);
+  let lines = 1;
+  let used = 0;
+  for (const w of words) {
+    const ww = widthAt(w, px);
+    if (ww > width) return Infinity;
+    if (used && used + space + ww > width) {
+      lines += 1;
+      used = ww;
+    } else used += (used ? space : 0) + ww;
+  }
+  return lines;
+}
+
+/** The largest font (px) at which the label wraps inside its circle, whole words only, measured
+ * with the page's own font. The text box is the circle's inscribed square less the count line. */
+function fontFor(label, r) {
+  const words = label.split(/\s+/).filter(Boolean);
+  // Wrapped in the inscribed square (less the count line), or on one line across the
+  // circle's middle, where its chord is widest: whichever allows the larger type.
+  const wrapped = largest(words, r * 1.45, r * 1.15);
+  const oneLine = Math.min(r * 0.5, (r * 1.7) / Math.max(widthAt(words.join(" "), 1), 1e-6));
+  return { px: Math.max(wrapped, oneLine), width: oneLine > wrapped ? r * 1.75 : r * 1.5 };
+}
+
+function largest(words, width, height) {
+  let lo = 6;
+  let hi = Math.max(lo, width / 2.9);
+  if (linesAt(words, lo, width) * LINE * lo > height) return lo; // a very long word: smallest
+  for (let i = 0; i < 12; i++) {
+    const mid = (lo + hi) / 2;
+    if (linesAt(words, mid, width) * LINE * mid <= height) lo = mid;
+    else hi = mid;
+  }
+  return Math.floor(lo * 10) / 10;
+}
+
+function place() {
+  const started = performance.now();
+  placeAll();
+  performance.measure("poll.tick", { start: started });
+}
+
+function placeAll() {
+  const { w, h: hgt } = size();
+  for (const n of nodes.values()) {
+    // Kept inside the cloud: the wall never scrolls.
+    n.x = Math.max(-w / 2 + n.r, Math.min(w / 2 - n.r, n.x));
+    n.y = Math.max(-hgt / 2 + n.r, Math.min(hgt / 2 - n.r, n.y));
+    n.el.style.transform = `translate(${(w / 2 + n.x - n.r).toFixed(1)}px, ${(hgt / 2 + n.y - n.r).toFixed(1)}px)`;
+  }
+}
+
+function bubbleElement(b) {
+  const label = h("span", { class: "label" });
+  const count = h("span", { class: "count" });
+  const el = h("li", { class: "bubble" }, label, count);
+  el.dataset.key = b.key;
+  return el;
+}
+
+/** Draws one frame's cloud: updates, adds and REMOVES bubbles so the DOM is the frame. */
+function draw(frame) {
+  const started = performance.now();
+  drawFrame(frame);
+  // Chromium's own timing of each redraw, read by bench/poll_wall.py (Performance API).
+  performance.measure("poll.draw", { start: started });
+}
+
+function drawFrame(frame) {
+  const tally = frame.tally;
+  const items = tally ? tally.ideas : [];
+  if (tally) {
+    stats.textContent = `${t("wall.answered", { n: tally.answered })} · ${t("wall.people", { n: tally.joined })}`;
+    pendingBadge.textContent = tally.pending ? t("wall.pending", { n: tally.pending }) : "";
+    pendingBadge.hidden = !tally.pending;
+  }
+  const seen = new Set(items.map((b) => b.key));
+  for (const [key, n] of nodes) {
+    if (!seen.has(key)) {
+      n.el.remove();
+      nodes.delete(key);
+    }
+  }
+  const rs = radii(items);
+  const { w, h: hgt } = size();
+  items.forEach((b, i) => {
+    let n = nodes.get(b.key);
+    if (!n) {
+      const angle = Math.random() * 2 * Math.PI;
+      const dist = 0.15 * Math.min(w, hgt) * Math.random();
+      n = { key: b.key, x: Math.cos(angle) * dist, y: Math.sin(angle) * dist, el: bubbleElement(b) };
+      nodes.set(b.key, n);
+      cloud.append(n.el);
+    }
+    const sizeChanged = n.r === undefined || Math.abs(n.r - rs[i]) > 0.5;
+    n.r = rs[i];
+    n.count = b.count;
+    const label = n.el.firstChild;
+    if (sizeChanged) n.el.style.width = n.el.style.height = `${(2 * n.r).toFixed(1)}px`;
+    if (label.textContent !== b.label) label.textContent = b.label;
+    // Style writes only where something changed: a frame of 60 bubbles whose counts barely
+    // moved costs no relayout of the labels.
+    if (n.fitted !== `${b.label}|${n.r.toFixed(0)}`) {
+      n.fitted = `${b.label}|${n.r.toFixed(0)}`;
+      const fit = fontFor(b.label, n.r);
+      label.style.fontSize = `${Math.floor(fit.px * 10) / 10}px`;
+      label.style.width = `${fit.width.toFixed(1)}px`;
+      label.style.maxHeight = `${(n.r * 1.2).toFixed(1)}px`;
+      n.el.lastChild.style.fontSize = `${Math.max(11, Math.min(n.r * 0.22, 30)).toFixed(0)}px`;
+    }
+    if (n.el.dataset.count !== String(b.count)) {
+      n.el.dataset.count = String(b.count);
+      n.el.lastChild.textContent = String(b.count);
+    }
+    const name = `${b.label}: ${b.count}`;
+    if (n.el.getAttribute("aria-label") !== name) n.el.setAttribute("aria-label", name);
+    if (n.el.style.getPropertyValue("--hue") === "") n.el.style.setProperty("--hue", String(hue(b.key)));
+  });
+  // Biggest first in the DOM, so a screen reader reads the cloud in count order; moved only
+  // when the order changed (a move restyles the whole list).
+  const order = items.map((b) => b.key);
+  const current = [...cloud.children].map((el) => el.dataset.key);
+  if (order.join("\n") !== current.join("\n")) {
+    for (const key of order) cloud.append(nodes.get(key).el);
+  }
+  simulation.nodes([...nodes.values()]);
+  delete cloud.dataset.packed;
+  simulation.alpha(Math.max(simulation.alpha(), 0.5)).restart();
+  showNote();
+}
+
+/** The cloud's placeholder: "votes hidden" (§7) or "waiting", only while it has no bubble. */
+function showNote() {
+  const votesOff = settings && !settings.votes;
+  note.textContent = nodes.size ? "" : votesOff ? t("wall.hidden") : t("wall.empty");
+  note.hidden = nodes.size > 0;
+}
+
+function hue(key) {
+  let x = 0;
+  for (const c of key) x = (x * 31 + c.codePointAt(0)) >>> 0;
+  return x % 360;
+}
+
+function showSettings(s) {
+  settings = s;
+  // The question heads the wall; with votes hidden it is all the wall shows (§7).
+  if (s.prompt) prompt.textContent = s.prompt;
+  votesSwitch.checked = !!s.votes;
+  moderationSwitch.checked = !!s.moderation;
+  showNote();
+}
+
+async function loadSettings() {
+  try {
+    showSettings(await api("/settings"));
+  } catch (e) {
+    problem.textContent = reason(e);
+  }
+}
+
+async function flip(name, input) {
+  input.disabled = true;
+  problem.textContent = "";
+  try {
+    showSettings(await api("/reveal", { method: "POST", body: { [name]: input.checked } }));
+  } catch (e) {
+    input.checked = !input.checked;
+    problem.textContent = reason(e);
+  } finally {
+    input.disabled = false;
+  }
+}
+
+votesSwitch.addEventListener("change", () => flip("votes", votesSwitch));
+moderationSwitch.addEventListener("change", () => flip("moderation", moderationSwitch));
+moderateButton.addEventListener("click", () => {
+  // The board opens in another tab (§6) with the same staff token, again in the fragment.
+  const url = `/poll/${encodeURIComponent(evaluationId())}/moderate${location.search}#token=${encodeURIComponent(readToken())}`;
+  window.open(url, "_blank", "noopener");
+});
+
+let settingsTimer = null;
+function onFrame(frame) {
+  if (frame.seq < lastSeq) return; // an older frame met after a newer one: never go back
+  lastSeq = frame.seq;
+  lastFrame = frame;
+  draw(frame);
+  // A switch may be flipped from the board's tab: re-read them, at most every 2 s.
+  if (!settingsTimer) settingsTimer = setTimeout(() => ((settingsTimer = null), loadSettings()), 2000);
+}
+
+// The cloud's box changes with the window and with the header (the question arrives with the
+// settings and may wrap): the same frame is drawn again in the new box.
+let lastFrame = null;
+new ResizeObserver(() => {
+  box = null;
+  if (lastFrame) draw(lastFrame);
+}).observe(cloud);
+
+(async () => {
+  await loadSettings();
+  try {
+    onFrame(await api("/tally?audience=wall"));
+  } catch (e) {
+    problem.textContent = reason(e);
+  }
+  follow(
+    "/stream?audience=wall",
+    (type, data) => type === "poll.tally" && onFrame(data),
+    (state, err) => {
+      // A new connection starts with the latest frame, whatever its seq: the guard against
+      // going back holds within one connection and against the first GET.
+      if (state === "live") lastSeq = 0;
+      document.body.dataset.live = state;
+      live.textContent = state === "reconnecting" ? t("live.reconnecting") : state === "refused" ? t("live.refused") : "";
+      if (err) problem.textContent = reason(err);
+    },
+  );
+})();
