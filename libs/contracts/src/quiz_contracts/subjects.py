@@ -68,7 +68,7 @@ def poll_tally_filter() -> str:
 
 
 # The largest message our NATS servers take: `max_payload` in every configuration we ship
-# (scripts/devrun.py, the testkit's nats-server, deploy/compose/nats.conf,
+# (scripts/devrun.py, the testkit's nats-server, deploy/nats/accounts.conf,
 # deploy/helm/nats-values.yaml). Contracts derive their size maxima from it: a message over it
 # never reaches its service.
 NATS_MAX_PAYLOAD = 8 * 1024 * 1024

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import yaml
 
+from quiz_contracts.bus import nats_accounts_config
 from quiz_contracts.runner import MAX_REPLY_BYTES, MAX_REQUEST_BYTES, MESSAGE_HEADROOM
 from quiz_contracts.subjects import NATS_MAX_PAYLOAD
 from quiz_testkit.nats_server import nats_config
@@ -27,18 +28,20 @@ def test_maxima_derive_from_max_payload() -> None:
 
 
 def test_the_testkit_and_make_run_configure_it() -> None:
+    # The open bus (a test asking for one) and the locked bus (the default, and make run's).
     assert max_payload_of(nats_config()) == NATS_MAX_PAYLOAD
+    assert max_payload_of(nats_accounts_config()) == NATS_MAX_PAYLOAD
     devrun = (ROOT / "scripts" / "devrun.py").read_text()
-    assert "nats_config()" in devrun and '"-c"' in devrun
+    assert "nats_accounts_config(" in devrun and '"-c"' in devrun
 
 
 def test_compose_configures_it() -> None:
-    conf = (ROOT / "deploy" / "compose" / "nats.conf").read_text()
+    conf = (ROOT / "deploy" / "nats" / "accounts.conf").read_text()
     assert max_payload_of(conf) == NATS_MAX_PAYLOAD
     compose = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
     nats = compose["services"]["nats"]
     config_at = nats["command"][nats["command"].index("-c") + 1]
-    assert f"./deploy/compose/nats.conf:{config_at}:ro" in nats["volumes"]
+    assert f"./deploy/nats/accounts.conf:{config_at}:ro" in nats["volumes"]
 
 
 def test_the_helm_values_configure_it() -> None:
