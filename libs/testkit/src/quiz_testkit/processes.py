@@ -73,3 +73,25 @@ class ServiceProcess:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def llm_gateway_process(
+    nats_url: str, provider_url: str, directory: str | Path, **env: str
+) -> ServiceProcess:
+    """The real llm-gateway as its own process (not started): on `nats_url`, calling the
+    Anthropic-compatible server at `provider_url` (the testkit's stub) with a test key, its
+    SQLite database, settle journal and log under `directory`, no provider retries (a test
+    scripts each reply). `env` adds or overrides settings, e.g. `LLM_RATE_LIMITS='{"review": 0}'`.
+    Use it as a context manager (`with llm_gateway_process(...) as gw:`) or `.start()`/`.stop()`.
+    """
+    d = Path(directory)
+    d.mkdir(parents=True, exist_ok=True)
+    base = {
+        "NATS_URL": nats_url,
+        "DATABASE_URL": f"sqlite:///{d / 'gateway.db'}",
+        "ANTHROPIC_API_KEY": "test-key",
+        "ANTHROPIC_BASE_URL": provider_url,
+        "LLM_GATEWAY_PROVIDER_MAX_RETRIES": "0",
+        "QUIZ_DATA_DIR": str(d),
+    }
+    return ServiceProcess("quiz_llm_gateway.main", {**base, **env}, d / "gateway.log")

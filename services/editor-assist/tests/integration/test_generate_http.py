@@ -27,7 +27,7 @@ from quiz_editor_assist.main import create_app
 from quiz_testkit.anthropic_stub import AnthropicStub, StubReply
 from quiz_testkit.jwt_keys import SigningKeys
 from quiz_testkit.nats_server import NatsServer
-from quiz_testkit.processes import ServiceProcess
+from quiz_testkit.processes import ServiceProcess, llm_gateway_process
 from quiz_testkit.serving import serve_app
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -42,16 +42,8 @@ def stub(anthropic_stub_server: AnthropicStub) -> AnthropicStub:
 def gateway(
     nats_url: str, stub: AnthropicStub, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[ServiceProcess]:
-    d = tmp_path_factory.mktemp("gateway")
-    env = {
-        "NATS_URL": nats_url,
-        "DATABASE_URL": f"sqlite+aiosqlite:///{d / 'gateway.db'}",
-        "ANTHROPIC_API_KEY": "test-key",
-        "ANTHROPIC_BASE_URL": stub.base_url,
-        "LLM_GATEWAY_PROVIDER_MAX_RETRIES": "0",
-        "QUIZ_DATA_DIR": str(d),
-    }
-    with ServiceProcess("quiz_llm_gateway.main", env, d / "gateway.log") as proc:
+    gateway = llm_gateway_process(nats_url, stub.base_url, tmp_path_factory.mktemp("gateway"))
+    with gateway as proc:
         yield proc
 
 

@@ -18,7 +18,7 @@ import pytest
 from quiz_lesson_fix.eval import cli
 from quiz_lesson_fix.eval.cases import EvalCase, load_cases
 from quiz_testkit.anthropic_stub import AnthropicStub, StubReply
-from quiz_testkit.processes import ServiceProcess
+from quiz_testkit.processes import ServiceProcess, llm_gateway_process
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -28,17 +28,13 @@ def eval_gateway(
     nats_url: str, stub: AnthropicStub, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[ServiceProcess]:
     """The gateway without a per-person limit for lesson_fix: one user makes every call."""
-    d = tmp_path_factory.mktemp("eval-gateway")
-    env = {
-        "NATS_URL": nats_url,
-        "DATABASE_URL": f"sqlite:///{d / 'gateway.db'}",
-        "ANTHROPIC_API_KEY": "test-key",
-        "ANTHROPIC_BASE_URL": stub.base_url,
-        "LLM_GATEWAY_PROVIDER_MAX_RETRIES": "0",
-        "LLM_RATE_LIMITS": '{"lesson_fix": 0}',
-        "QUIZ_DATA_DIR": str(d),
-    }
-    with ServiceProcess("quiz_llm_gateway.main", env, d / "gateway.log") as proc:
+    gateway = llm_gateway_process(
+        nats_url,
+        stub.base_url,
+        tmp_path_factory.mktemp("eval-gateway"),
+        LLM_RATE_LIMITS='{"lesson_fix": 0}',
+    )
+    with gateway as proc:
         yield proc
 
 

@@ -17,7 +17,7 @@ import httpx
 import pytest
 
 from quiz_testkit.anthropic_stub import AnthropicStub, StubReply
-from quiz_testkit.processes import ServiceProcess
+from quiz_testkit.processes import ServiceProcess, llm_gateway_process
 
 from .conftest import PollSite, needs_chromium
 from .test_pages import answer, open_page, same_as_tally
@@ -55,16 +55,10 @@ def gateway(
     nats_url: str, anthropic_stub_server: AnthropicStub, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[ServiceProcess]:
     """The real llm-gateway, as its own process, calling the stub (for this module only)."""
-    d = tmp_path_factory.mktemp("gateway")
-    env = {
-        "NATS_URL": nats_url,
-        "DATABASE_URL": f"sqlite:///{d / 'gateway.db'}",
-        "ANTHROPIC_API_KEY": "test-key",
-        "ANTHROPIC_BASE_URL": anthropic_stub_server.base_url,
-        "LLM_GATEWAY_PROVIDER_MAX_RETRIES": "0",
-        "QUIZ_DATA_DIR": str(d),
-    }
-    with ServiceProcess("quiz_llm_gateway.main", env, d / "gateway.log") as proc:
+    gateway = llm_gateway_process(
+        nats_url, anthropic_stub_server.base_url, tmp_path_factory.mktemp("gateway")
+    )
+    with gateway as proc:
         yield proc
 
 

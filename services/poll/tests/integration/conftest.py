@@ -22,7 +22,7 @@ from quiz_poll.main import create_app
 from quiz_servicekit.natsio import request
 from quiz_testkit.anthropic_stub import AnthropicStub
 from quiz_testkit.jwt_keys import SigningKeys
-from quiz_testkit.processes import ServiceProcess
+from quiz_testkit.processes import ServiceProcess, llm_gateway_process
 from quiz_testkit.serving import serve_app
 
 
@@ -49,16 +49,8 @@ def gateway(
     nats_url: str, stub: AnthropicStub, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[ServiceProcess]:
     """The real llm-gateway, as its own process, calling the stub."""
-    d = tmp_path_factory.mktemp("gateway")
-    env = {
-        "NATS_URL": nats_url,
-        "DATABASE_URL": f"sqlite:///{d / 'gateway.db'}",
-        "ANTHROPIC_API_KEY": "test-key",
-        "ANTHROPIC_BASE_URL": stub.base_url,
-        "LLM_GATEWAY_PROVIDER_MAX_RETRIES": "0",
-        "QUIZ_DATA_DIR": str(d),
-    }
-    with ServiceProcess("quiz_llm_gateway.main", env, d / "gateway.log") as proc:
+    gateway = llm_gateway_process(nats_url, stub.base_url, tmp_path_factory.mktemp("gateway"))
+    with gateway as proc:
         yield proc
 
 

@@ -25,7 +25,7 @@ from quiz_review.service import ReviewService
 from quiz_testkit.anthropic_stub import AnthropicStub
 from quiz_testkit.jwt_keys import SigningKeys
 from quiz_testkit.nats_server import NatsServer
-from quiz_testkit.processes import ServiceProcess
+from quiz_testkit.processes import ServiceProcess, llm_gateway_process
 from quiz_testkit.serving import serve_app
 
 pytestmark = pytest.mark.integration
@@ -35,16 +35,7 @@ def start_gateway(
     nats_url: str, stub: AnthropicStub, directory: Path, **env: str
 ) -> ServiceProcess:
     """The real llm-gateway as its own process on `nats_url`, calling the stub."""
-    directory.mkdir(parents=True, exist_ok=True)
-    base = {
-        "NATS_URL": nats_url,
-        "DATABASE_URL": f"sqlite:///{directory / 'gateway.db'}",
-        "ANTHROPIC_API_KEY": "test-key",
-        "ANTHROPIC_BASE_URL": stub.base_url,
-        "LLM_GATEWAY_PROVIDER_MAX_RETRIES": "0",
-        "QUIZ_DATA_DIR": str(directory),
-    }
-    return ServiceProcess("quiz_llm_gateway.main", {**base, **env}, directory / "gateway.log")
+    return llm_gateway_process(nats_url, stub.base_url, directory, **env)
 
 
 @dataclass
