@@ -8,8 +8,15 @@ the command line on. `quiz-eval` alone lists them.
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
 from importlib.metadata import entry_points
+
+import nats
+
+from quiz_contracts.errors import ContractError, ErrorCode
+from quiz_contracts.llm import Purpose
+from quiz_servicekit.llm import LlmClient
 
 GROUP = "quiz_eval"
 
@@ -31,6 +38,41 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         return 2
     return int(entry.load()(rest) or 0)
+
+
+async def _quiet(_: Exception) -> None:
+    """nats-py reports each failed connection attempt; the command reports the outcome once."""
+
+
+@asynccontextmanager
+async def harness_gateway(nats_url: str, name: str, purpose: Purpose) -> AsyncIterator[LlmClient]:
+    """The gateway client a harness calls through, once a model can be called for `purpose`.
+
+    Connects as `name` to `nats_url` (credentials in the URL on the locked bus) and fails fast
+    when the bus is not there (nats-py would otherwise retry for two minutes). Raises
+    ContractError with the gateway's reason (`llm_not_configured`, `llm_budget_exhausted`,
+    `llm_failed`) when `llm.v1.availability` says no model can be called. Drains on exit.
+    """
+    nc = await nats.connect(
+        nats_url,
+        name=name,
+        connect_timeout=5,
+        max_reconnect_attempts=2,
+        reconnect_time_wait=0.5,
+        error_cb=_quiet,
+    )
+    try:
+        llm = LlmClient(nc)
+        availability = await llm.availability(purpose)
+        if not availability.available:
+            reason = availability.reason.value if availability.reason else "unavailable"
+            raise ContractError(
+                availability.reason or ErrorCode.llm_failed,
+                f"no model can be called for {purpose.value} ({reason})",
+            )
+        yield llm
+    finally:
+        await nc.drain()
 
 
 if __name__ == "__main__":

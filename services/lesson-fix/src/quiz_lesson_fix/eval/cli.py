@@ -34,7 +34,7 @@ from quiz_lesson_fix.domain.fix import Complete, Messages
 from quiz_lesson_fix.eval.cases import EvalCase, load_cases
 from quiz_lesson_fix.eval.scoring import CaseResult, EvalScore, run_case, score
 from quiz_lesson_fix.model_call import gateway_complete
-from quiz_servicekit.llm import LlmClient
+from quiz_servicekit.eval_dispatch import harness_gateway
 
 # The gateway limits calls per person and purpose; the evaluation waits its turn this many times.
 RATE_LIMIT_RETRIES = 5
@@ -56,10 +56,6 @@ def patient(complete: Complete, retries: int = RATE_LIMIT_RETRIES) -> Complete:
     return call
 
 
-async def _quiet(_: Exception) -> None:
-    """nats-py reports each failed connection attempt; the command reports the outcome once."""
-
-
 async def evaluate(
     cases: Sequence[EvalCase],
     nats_url: str,
@@ -70,24 +66,7 @@ async def evaluate(
     concurrency: int,
 ) -> list[CaseResult]:
     """Every case through the gateway at `nats_url`, `concurrency` at a time, in case order."""
-    nc = await nats.connect(
-        nats_url,
-        name="quiz-eval-lesson-fix",
-        connect_timeout=5,
-        # A command: fail fast when the bus is not there (nats-py would try for two minutes).
-        max_reconnect_attempts=2,
-        reconnect_time_wait=0.5,
-        error_cb=_quiet,
-    )
-    try:
-        llm = LlmClient(nc)
-        availability = await llm.availability(Purpose.lesson_fix)
-        if not availability.available:
-            reason = availability.reason.value if availability.reason else "unavailable"
-            raise ContractError(
-                availability.reason or ErrorCode.llm_failed,
-                f"no model can be called for lesson_fix ({reason})",
-            )
+    async with harness_gateway(nats_url, "quiz-eval-lesson-fix", Purpose.lesson_fix) as llm:
         complete = patient(
             gateway_complete(llm, user, deadline_s=deadline_s, max_output_tokens=max_output_tokens)
         )
@@ -98,8 +77,6 @@ async def evaluate(
                 return await run_case(case, complete)
 
         return list(await asyncio.gather(*(one(c) for c in cases)))
-    finally:
-        await nc.drain()
 
 
 def _line(result: CaseResult) -> str:

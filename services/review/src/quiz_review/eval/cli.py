@@ -42,13 +42,10 @@ from quiz_review.eval.scoring import (
     render,
     score,
 )
+from quiz_servicekit.eval_dispatch import harness_gateway
 from quiz_servicekit.llm import LlmClient
 
 RATE_LIMIT_RETRIES = 8
-
-
-async def _quiet(_: Exception) -> None:
-    """nats-py reports each failed connection attempt; the command reports the outcome once."""
 
 
 async def review_one(
@@ -81,23 +78,7 @@ async def evaluate(
     concurrency: int,
 ) -> tuple[list[QuestionOutcome], list[str]]:
     """Every question through the gateway at `nats_url`; (outcomes, ids of failed questions)."""
-    nc = await nats.connect(
-        nats_url,
-        name="quiz-eval-review",
-        connect_timeout=5,
-        max_reconnect_attempts=2,
-        reconnect_time_wait=0.5,
-        error_cb=_quiet,
-    )
-    try:
-        llm = LlmClient(nc)
-        availability = await llm.availability(Purpose.review)
-        if not availability.available:
-            reason = availability.reason.value if availability.reason else "unavailable"
-            raise ContractError(
-                availability.reason or ErrorCode.llm_failed,
-                f"no model can be called for review ({reason})",
-            )
+    async with harness_gateway(nats_url, "quiz-eval-review", Purpose.review) as llm:
         slots = asyncio.Semaphore(concurrency)
 
         async def one(question: EvalQuestion) -> QuestionOutcome | str:
@@ -105,8 +86,6 @@ async def evaluate(
                 return await review_one(llm, question, user=user, deadline_s=deadline_s)
 
         results = await asyncio.gather(*(one(q) for q in questions))
-    finally:
-        await nc.drain()
     outcomes = [r for r in results if isinstance(r, QuestionOutcome)]
     failed = [
         f"{q.id} ({r})" for q, r in zip(questions, results, strict=True) if isinstance(r, str)
