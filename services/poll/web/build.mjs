@@ -1,7 +1,8 @@
-// Bundles the three pages into ../src/quiz_poll/static/ (committed, so `make run` needs no Node).
-// Run by `make pages` (npm ci, then this). Output names are fixed; the HTML pages reference them.
+// Bundles the three pages' scripts into ../src/quiz_poll/static/ (committed, so `make run` needs
+// no Node). Run by `make pages` (npm ci, then this). Output names are fixed: the HTML pages and
+// poll.css, written by hand in that folder (short and readable as they are), reference them.
 import { build } from "esbuild";
-import { copyFile, mkdir, readdir } from "node:fs/promises";
+import { mkdir } from "node:fs/promises";
 
 // POLL_PAGES_OUT: another folder (the test that the committed build is the sources' build).
 const out = process.env.POLL_PAGES_OUT
@@ -18,7 +19,3 @@ await build({
   legalComments: "eof",
   logLevel: process.env.POLL_PAGES_OUT ? "warning" : "info",
 });
-// The HTML and CSS are copied as written: they are short and readable as they are.
-for (const name of await readdir("pages")) {
-  await copyFile(`pages/${name}`, `${out}${name}`);
-}
