@@ -30,7 +30,7 @@ lint: env
 	$(UV) run --no-sync ruff format --check .
 
 typecheck: env
-	$(UV) run --no-sync mypy libs/contracts/src libs/servicekit/src libs/testkit/src
+	$(UV) run --no-sync mypy libs/contracts/src libs/servicekit/src libs/testkit/src services/*/src
 
 unit: env
 	$(UV) run --no-sync pytest -m "not integration and not e2e"

@@ -200,3 +200,15 @@ async def test_health_ready_metrics_and_micro_discovery(
     body = json.loads(info.data)
     assert body["metadata"]["http_url"] == b_url
     assert [e["subject"] for e in body["endpoints"]] == ["kit.v1.echo"]
+
+
+async def test_every_service_serves_its_docs_without_a_cdn(services: tuple[str, str]) -> None:
+    a_url, _ = services
+    async with httpx.AsyncClient() as http:
+        for page in ("/docs", "/redoc"):
+            html = await http.get(f"{a_url}{page}")
+            assert html.status_code == 200 and "/docs-assets/" in html.text
+            assert "cdn." not in html.text and "fonts.googleapis" not in html.text, page
+        for asset in ("swagger-ui-bundle.js", "swagger-ui.css", "redoc.standalone.js"):
+            assert (await http.get(f"{a_url}/docs-assets/{asset}")).status_code == 200
+        assert (await http.get(f"{a_url}/openapi.json")).status_code == 200

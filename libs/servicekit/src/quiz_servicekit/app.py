@@ -31,6 +31,7 @@ from quiz_contracts.errors import ContractError, ErrorCode
 from quiz_servicekit.auth import JwtVerifier
 from quiz_servicekit.background import BackgroundWork
 from quiz_servicekit.db import Database, default_sqlite_url
+from quiz_servicekit.docs import serve_docs
 from quiz_servicekit.http import (
     BodyGuardMiddleware,
     CatchAllMiddleware,
@@ -261,7 +262,11 @@ def create_service_app(
         version=runtime.version,
         lifespan=lifespan,
         telemetry={"tracing": False, "metrics": False, "logs": False, "operation_spans": False},
+        # FastAPI's pages load Swagger UI and ReDoc from a CDN; ours serve them locally.
+        docs_url=None,
+        redoc_url=None,
     )
+    serve_docs(app)
     app.state.runtime = runtime
     app.state.jwt_verifier = (
         JwtVerifier(

@@ -1,27 +1,17 @@
 """The wand's API documentation: an OpenAPI that names each type's config, the error body and
-the bearer scheme, and Swagger UI / ReDoc served from local assets (they work offline).
-
-The assets are those `fastapi-offline` ships (Swagger UI 5, which reads OpenAPI 3.1).
+the bearer scheme. Swagger UI and ReDoc are every service's, from local assets
+(`quiz_servicekit.docs`).
 """
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
-import fastapi_offline
 from fastapi import FastAPI
-from fastapi.openapi.docs import get_redoc_html, get_swagger_ui_html
 from fastapi.openapi.utils import get_openapi
-from fastapi.responses import HTMLResponse
-from fastapi.staticfiles import StaticFiles
 
 from quiz_contracts.questions import QUESTION_TYPES
 from quiz_editor_assist.generators.registry import generated_types
-
-ASSETS = Path(fastapi_offline.__file__).parent / "static"
-ASSETS_URL = "/docs-assets"
-DOC_PATHS = {"/docs", "/docs/oauth2-redirect", "/redoc"}
 
 CONFIG_DESCRIPTION = (
     "The editor's draft as it stands, in the platform's config shape of the question's type: "
@@ -93,9 +83,7 @@ def openapi_document(app: FastAPI) -> dict[str, Any]:
 
 
 def install_docs(app: FastAPI) -> None:
-    """Serve the OpenAPI above, and /docs and /redoc from local assets."""
-    app.router.routes = [r for r in app.router.routes if getattr(r, "path", None) not in DOC_PATHS]
-    app.mount(ASSETS_URL, StaticFiles(directory=ASSETS), name="docs-assets")
+    """Serve the OpenAPI above at /openapi.json (and so in /docs and /redoc)."""
 
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is None:
@@ -103,23 +91,3 @@ def install_docs(app: FastAPI) -> None:
         return app.openapi_schema
 
     app.openapi = openapi  # type: ignore[method-assign]
-
-    @app.get("/docs", include_in_schema=False)
-    async def swagger() -> HTMLResponse:
-        return get_swagger_ui_html(
-            openapi_url=app.openapi_url or "/openapi.json",
-            title=f"{app.title} — API",
-            swagger_js_url=f"{ASSETS_URL}/swagger-ui-bundle.js",
-            swagger_css_url=f"{ASSETS_URL}/swagger-ui.css",
-            swagger_favicon_url=f"{ASSETS_URL}/favicon.png",
-        )
-
-    @app.get("/redoc", include_in_schema=False)
-    async def redoc() -> HTMLResponse:
-        return get_redoc_html(
-            openapi_url=app.openapi_url or "/openapi.json",
-            title=f"{app.title} — API",
-            redoc_js_url=f"{ASSETS_URL}/redoc.standalone.js",
-            redoc_favicon_url=f"{ASSETS_URL}/favicon.png",
-            with_google_fonts=False,
-        )

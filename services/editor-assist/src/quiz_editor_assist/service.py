@@ -81,11 +81,12 @@ class GenerateService:
         incomplete = list(step.incomplete)
         if step.plan is not None:
             run = step.plan.request
-            too_large = too_large_for_the_runner(
+            # An incomplete reason, not an error: the rest of the wand's work still comes back.
+            too_large_run = too_large_for_the_runner(
                 len(run.model_dump_json().encode()), self._nc.max_payload
             )
-            if too_large is not None:
-                incomplete.append(too_large)
+            if too_large_run is not None:
+                incomplete.append(too_large_run)
             else:
                 try:
                     reply = await request(
