@@ -190,6 +190,9 @@ def main() -> int:
         argv = [str(BIN / "nats-server"), "-c", str(config), "-a", "127.0.0.1", "-p", str(port)]
         argv += ["-js", "-sd", str(DATA / "nats")]
         procs.append(("nats", start("nats", argv, dict(os.environ), COLOURS[6])))
+        # Where the bus is, without credentials, for the tools run beside it (`make poll-demo`;
+        # each adds its own user's password from .data/nats-credentials).
+        (DATA / "nats-url").write_text(f"nats://127.0.0.1:{port}\n")
         time.sleep(0.3)
     env = dict(os.environ)
     env.update(

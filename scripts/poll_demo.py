@@ -6,8 +6,9 @@ pages (one guest token each), every token in the URL fragment as the pages expec
 
 Options: --evaluation ID (default demo-<time>), --classroom (moderation starts off; default an
 anonymous poll, moderation on), --participants N (default 3), --prompt TEXT, --max-ideas N.
-Environment: NATS_URL (default nats://127.0.0.1:4222), POLL_URL (default http://127.0.0.1:8105),
-QUIZ_DATA_DIR (the dev keys of `make run`, default .data).
+Environment: NATS_URL (default: the bus `make run` started, as the platform's user of the locked
+bus: .data/nats-url and .data/nats-credentials/platform.password), POLL_URL (default
+http://127.0.0.1:8105), QUIZ_DATA_DIR (the dev keys and bus of `make run`, default .data).
 """
 
 from __future__ import annotations
@@ -29,13 +30,32 @@ ROOT = Path(__file__).resolve().parent.parent
 async def open_poll(nats_url: str, body: dict[str, object]) -> dict[str, object]:
     import nats
 
-    nc = await nats.connect(nats_url, connect_timeout=3, max_reconnect_attempts=0)
+    async def quiet(_: Exception) -> None:
+        pass  # the one failure is reported by main
+
+    # No reconnect: a refused connection (wrong port, no credentials) fails at once.
+    nc = await nats.connect(
+        nats_url, connect_timeout=3, allow_reconnect=False, max_reconnect_attempts=0, error_cb=quiet
+    )
     try:
         msg = await nc.request("poll.v1.open", json.dumps(body).encode(), timeout=10)
     finally:
         await nc.close()
     reply: dict[str, object] = json.loads(msg.data)
     return reply
+
+
+def platform_url(data: Path) -> str:
+    """The bus `make run` started (`.data/nats-url`), as the locked bus's `platform` user."""
+    try:
+        plain = (data / "nats-url").read_text().strip()
+    except FileNotFoundError:
+        plain = "nats://127.0.0.1:4222"
+    secret = data / "nats-credentials" / "platform.password"
+    if not secret.exists():
+        return plain
+    scheme, rest = plain.split("://", 1)
+    return f"{scheme}://platform:{secret.read_text().strip()}@{rest}"
 
 
 def main() -> int:
@@ -49,10 +69,9 @@ def main() -> int:
     sys.path.insert(0, str(ROOT / "libs" / "testkit" / "src"))
     from quiz_testkit.jwt_keys import SigningKeys
 
-    keys = SigningKeys.load_or_create(
-        Path(os.environ.get("QUIZ_DATA_DIR", ROOT / ".data")) / "dev-keys"
-    )
-    nats_url = os.environ.get("NATS_URL", "nats://127.0.0.1:4222")
+    data = Path(os.environ.get("QUIZ_DATA_DIR", ROOT / ".data"))
+    keys = SigningKeys.load_or_create(data / "dev-keys")
+    nats_url = os.environ.get("NATS_URL") or platform_url(data)
     poll_url = os.environ.get("POLL_URL", "http://127.0.0.1:8105").rstrip("/")
     ev = args.evaluation
     audience = (
@@ -66,9 +85,13 @@ def main() -> int:
         "openedAt": datetime.now(UTC).isoformat(),
     }
     try:
-        reply = asyncio.run(open_poll(nats_url, body))
+        reply = asyncio.run(asyncio.wait_for(open_poll(nats_url, body), timeout=20))
     except Exception as e:  # said plainly: the usual cause is `make run` not running
-        print(f"could not open the poll over {nats_url} ({e}); is `make run` running?")
+        where = nats_url.split("@")[-1]  # never print the password
+        print(
+            f"could not open the poll over {where} ({e or type(e).__name__}); is `make run` "
+            "running? (NATS_URL names another bus, as a user that may request poll.v1.open)"
+        )
         return 1
     if reply.get("ok") is not True:
         print(f"poll.v1.open refused: {reply}")

@@ -161,13 +161,13 @@ def docs_client() -> str:
 
 
 async def test_a_plain_nats_py_client_as_in_the_docs(
-    review_sqlite: Review, stub: AnthropicStub, tmp_path: Path
+    review_sqlite: Review, bus: Bus, stub: AnthropicStub, tmp_path: Path
 ) -> None:
-    """The docs' example, run as its own process (nats-py and json only), drives a review."""
+    """The docs' example, run as its own process (nats-py and json only) as the platform's
+    user of the locked bus, drives a review."""
     review = review_sqlite
-    client = docs_client().replace("nats://127.0.0.1:4222", review.nats_url)
     script = tmp_path / "client.py"
-    script.write_text(client)
+    script.write_text(docs_client())
     stub.script(
         StubReply.tool(
             {
@@ -182,8 +182,14 @@ async def test_a_plain_nats_py_client_as_in_the_docs(
             }
         )
     )
+    env = {**os.environ, "NATS_URL": bus.nats.url_for("platform")}
     out = subprocess.run(
-        [sys.executable, "-I", str(script)], capture_output=True, text=True, timeout=60, check=True
+        [sys.executable, "-I", str(script)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+        env=env,
     )
     assert "stored as QUESTIONS" in out.stdout
 
