@@ -9,9 +9,7 @@ import contextlib
 import json
 import math
 import socket
-import sys
 import threading
-import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -22,6 +20,8 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
+
+from quiz_testkit.threaded_server import ThreadedServer
 
 __all__ = [
     "AnthropicStub",
@@ -476,8 +476,10 @@ def _sse(message: dict[str, Any]) -> bytes:
     ).encode()
 
 
-class AnthropicStub:
+class AnthropicStub(ThreadedServer):
     """Messages API server on a background thread; replies come from a FIFO script or `default`."""
+
+    name = "anthropic-stub"
 
     def __init__(
         self,
@@ -488,8 +490,7 @@ class AnthropicStub:
         record_requests: bool = True,
     ) -> None:
         """Configure; nothing listens until `start()`."""
-        self.host = host
-        self.port = port
+        super().__init__(host, port)
         self._initial_default = default or StubReply.auto()
         self.default = self._initial_default
         # Long-running CLI servers turn recording off so memory stays flat under benches.
@@ -499,9 +500,7 @@ class AnthropicStub:
         # GET /v1/models/{id}: the effort levels each model reports (absent: no effort support).
         self.effort_levels: dict[str, list[str]] = {}
         self._requests: list[RecordedRequest] = []
-        self._server: uvicorn.Server | None = None
-        self._thread: threading.Thread | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
+        # Set on the server's loop when a stop begins: slow replies wake instead of waiting.
         self._stopping: asyncio.Event | None = None
         self.app = Starlette(
             routes=[
@@ -543,82 +542,21 @@ class AnthropicStub:
             self.effort_levels = {}
             self.default = self._initial_default
 
-    # -- lifecycle ---------------------------------------------------------------------------
+    # -- lifecycle (ThreadedServer) ---------------------------------------------------------
 
-    def _bind(self) -> socket.socket:
-        family = socket.AF_INET6 if ":" in self.host else socket.AF_INET
-        # An explicit IPPROTO_TCP makes asyncio set TCP_NODELAY on accepted connections; with
-        # proto 0 it skips that, and Nagle plus delayed ACK costs ~40 ms per response.
-        sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind((self.host, self.port))
-        # Keep the port across stop/start so clients built earlier still reach us.
-        self.port = sock.getsockname()[1]
-        return sock
-
-    def _build_server(self) -> uvicorn.Server:
-        config = uvicorn.Config(
-            self.app,
-            log_level="warning",
-            access_log=False,
-            lifespan="off",
-            # Longer than a client's idle gaps (benches alternate paths): a connection closed
-            # while idle in a client's pool fails that client's next request on it.
-            timeout_keep_alive=120,
-            # Bounds stop() when a handler is still busy (slow replies are woken, callables not).
-            timeout_graceful_shutdown=1,
-        )
-        return uvicorn.Server(config)
-
-    def start(self, timeout: float = 10.0) -> None:
-        """Serve on a background thread with its own event loop; returns once listening."""
-        if self._thread is not None and self._thread.is_alive():
-            return
-        sock = self._bind()
-        server = self._build_server()
-        thread = threading.Thread(
-            target=lambda: asyncio.run(self._serve(server, sock)),
-            name=f"anthropic-stub-{self.port}",
-            daemon=True,
-        )
-        self._server, self._thread = server, thread
-        thread.start()
-        deadline = time.monotonic() + timeout
-        while not server.started:
-            if not thread.is_alive():
-                raise RuntimeError("anthropic stub server exited during startup")
-            if time.monotonic() > deadline:
-                self.stop()
-                raise TimeoutError(f"anthropic stub not listening after {timeout}s")
-            time.sleep(0.005)
+    def uvicorn_options(self) -> dict[str, Any]:
+        # Longer than a client's idle gaps (benches alternate paths): a connection closed
+        # while idle in a client's pool fails that client's next request on it.
+        return {"timeout_keep_alive": 120}
 
     async def _serve(self, server: uvicorn.Server, sock: socket.socket) -> None:
-        self._loop = asyncio.get_running_loop()
         self._stopping = asyncio.Event()
-        await server.serve(sockets=[sock])
+        await super()._serve(server, sock)
 
-    def stop(self, timeout: float = 5.0) -> None:
-        """Shut the server down and wait for its thread; safe to call twice."""
-        server, thread = self._server, self._thread
-        if server is None or thread is None:
-            return
-        if self._loop is not None and self._stopping is not None:
-            # Wake slow replies so shutdown does not wait out (or cancel) their delays.
-            self._loop.call_soon_threadsafe(self._stopping.set)
-        server.should_exit = True
-        thread.join(timeout)
-        if thread.is_alive():
-            server.force_exit = True
-            thread.join(timeout)
-        self._server = self._thread = None
-        self._loop = self._stopping = None
-
-    def __enter__(self) -> AnthropicStub:
-        self.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
+    def before_stop(self) -> None:
+        # Wake slow replies so shutdown does not wait out (or cancel) their delays.
+        if self._stopping is not None:
+            self._stopping.set()
 
     # -- HTTP handlers (server thread) -------------------------------------------------------
 
@@ -796,10 +734,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     if args.delay_ms > 0:
         default = StubReply.slow(args.delay_ms / 1000, default)
     stub = AnthropicStub(args.host, args.port, default=default, record_requests=False)
-    sock = stub._bind()
-    print(f"anthropic stub listening on {stub.base_url}", file=sys.stderr, flush=True)
-    # Foreground run in the main thread so uvicorn handles SIGINT/SIGTERM itself.
-    stub._build_server().run(sockets=[sock])
+    stub.serve_forever(lambda: f"anthropic stub listening on {stub.base_url}")
 
 
 if __name__ == "__main__":

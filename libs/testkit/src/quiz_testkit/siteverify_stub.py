@@ -19,22 +19,19 @@ verification.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
-import socket
-import sys
 import threading
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from urllib.parse import parse_qs
 
-import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
+
+from quiz_testkit.threaded_server import ThreadedServer
 
 __all__ = ["SiteverifyStub", "VerifyCall"]
 
@@ -52,8 +49,10 @@ class VerifyCall:
     idempotency_key: str | None
 
 
-class SiteverifyStub:
+class SiteverifyStub(ThreadedServer):
     """The siteverify endpoint on a background thread; `url` is what a verifier is pointed at."""
+
+    name = "siteverify-stub"
 
     def __init__(
         self,
@@ -63,16 +62,13 @@ class SiteverifyStub:
         secret: str = DEFAULT_SECRET,
         hostname: str = "localhost",
     ) -> None:
-        self.host = host
-        self.port = port
+        super().__init__(host, port)
         self.secret = secret
         self.hostname = hostname
         self.status = 200
         self._lock = threading.Lock()
         self._calls: list[VerifyCall] = []
         self._spent: dict[str, str | None] = {}
-        self._server: uvicorn.Server | None = None
-        self._thread: threading.Thread | None = None
         self.app = Starlette(routes=[Route(PATH, self._siteverify, methods=["POST"])])
 
     @property
@@ -92,65 +88,6 @@ class SiteverifyStub:
             self._calls.clear()
             self._spent.clear()
             self.status = 200
-
-    # -- lifecycle ---------------------------------------------------------------------------
-
-    def _bind(self) -> socket.socket:
-        family = socket.AF_INET6 if ":" in self.host else socket.AF_INET
-        # IPPROTO_TCP: asyncio sets TCP_NODELAY on accepted connections only for a TCP socket.
-        sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind((self.host, self.port))
-        self.port = sock.getsockname()[1]
-        return sock
-
-    def _build_server(self) -> uvicorn.Server:
-        config = uvicorn.Config(
-            self.app,
-            log_level="warning",
-            access_log=False,
-            lifespan="off",
-            timeout_graceful_shutdown=1,
-        )
-        return uvicorn.Server(config)
-
-    def start(self, timeout: float = 10.0) -> SiteverifyStub:
-        """Serve on a background thread; returns once listening."""
-        if self._thread is not None and self._thread.is_alive():
-            return self
-        sock = self._bind()
-        server = self._build_server()
-        thread = threading.Thread(
-            target=lambda: asyncio.run(server.serve(sockets=[sock])),
-            name=f"siteverify-stub-{self.port}",
-            daemon=True,
-        )
-        self._server, self._thread = server, thread
-        thread.start()
-        deadline = time.monotonic() + timeout
-        while not server.started:
-            if not thread.is_alive():
-                raise RuntimeError("siteverify stub exited during startup")
-            if time.monotonic() > deadline:
-                self.stop()
-                raise TimeoutError(f"siteverify stub not listening after {timeout}s")
-            time.sleep(0.005)
-        return self
-
-    def stop(self, timeout: float = 5.0) -> None:
-        """Shut the server down and wait for its thread; safe to call twice."""
-        server, thread = self._server, self._thread
-        if server is None or thread is None:
-            return
-        server.should_exit = True
-        thread.join(timeout)
-        self._server = self._thread = None
-
-    def __enter__(self) -> SiteverifyStub:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
     # -- the endpoint (server thread) --------------------------------------------------------
 
@@ -209,9 +146,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--hostname", default="localhost")
     args = parser.parse_args(argv)
     stub = SiteverifyStub(args.host, args.port, secret=args.secret, hostname=args.hostname)
-    sock = stub._bind()
-    print(f"siteverify stub on {stub.url} (secret {args.secret!r})", file=sys.stderr, flush=True)
-    stub._build_server().run(sockets=[sock])
+    stub.serve_forever(lambda: f"siteverify stub on {stub.url} (secret {args.secret!r})")
 
 
 if __name__ == "__main__":
