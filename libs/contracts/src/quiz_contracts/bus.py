@@ -109,12 +109,12 @@ USERS: tuple[BusUser, ...] = (
     ),
     # Its tally frames (`poll.v1.<evaluation>.tally`, core NATS: every replica follows the
     # others' frames), its model calls, and its AI pass jobs (`poll.v1.ai.jobs` on the work
-    # queue POLL_AI, named by the poll branch's subjects.py); its AI lease is a database row.
+    # queue POLL_AI); its AI lease is a database row.
     BusUser(
         "poll",
         publish=(f"{s.POLL_PREFIX}.>", *LLM_REQUESTS, *DEAD_LETTER_SUBJECTS),
         subscribe=(f"{s.POLL_PREFIX}.>",),
-        streams=("POLL_AI", *DEAD_LETTER_STREAMS),
+        streams=(s.POLL_AI_STREAM, *DEAD_LETTER_STREAMS),
     ),
     BusUser(
         "lesson-fix",

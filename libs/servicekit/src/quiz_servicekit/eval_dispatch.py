@@ -7,6 +7,8 @@ the command line on. `quiz-eval` alone lists them.
 
 from __future__ import annotations
 
+import argparse
+import os
 import sys
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
@@ -38,6 +40,34 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         return 2
     return int(entry.load()(rest) or 0)
+
+
+# What a harness reports as "could not run" (exit 2) rather than as a crash.
+HARNESS_ERRORS = (ContractError, OSError, nats.errors.Error)
+
+
+def harness_parser(
+    prog: str,
+    description: str,
+    *,
+    unit: str,
+    deadline_s: float,
+) -> argparse.ArgumentParser:
+    """The options every harness takes: --nats-url, --user, --concurrency (`unit`s at once),
+    --deadline-s (each model call's, default `deadline_s`) and --json. A harness adds its own."""
+    p = argparse.ArgumentParser(prog=prog, description=description)
+    p.add_argument(
+        "--nats-url",
+        default=os.environ.get("NATS_URL", "nats://127.0.0.1:4222"),
+        help="the bus of a running llm-gateway (default: $NATS_URL or nats://127.0.0.1:4222)",
+    )
+    p.add_argument("--user", default="quiz-eval", help="the person the calls are made for")
+    p.add_argument("--concurrency", type=int, default=4, help=f"{unit} at once")
+    p.add_argument(
+        "--deadline-s", type=float, default=deadline_s, help="each model call's deadline"
+    )
+    p.add_argument("--json", action="store_true", help="print the results as one JSON object")
+    return p
 
 
 async def _quiet(_: Exception) -> None:

@@ -20,13 +20,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import sys
 from collections.abc import Sequence
 from dataclasses import asdict
 from typing import Any
-
-import nats
 
 from quiz_contracts.errors import ContractError, ErrorCode
 from quiz_contracts.llm import Purpose
@@ -34,7 +31,7 @@ from quiz_lesson_fix.domain.fix import Complete, Messages
 from quiz_lesson_fix.eval.cases import EvalCase, load_cases
 from quiz_lesson_fix.eval.scoring import CaseResult, EvalScore, run_case, score
 from quiz_lesson_fix.model_call import gateway_complete
-from quiz_servicekit.eval_dispatch import harness_gateway
+from quiz_servicekit.eval_dispatch import HARNESS_ERRORS, harness_gateway, harness_parser
 
 # The gateway limits calls per person and purpose; the evaluation waits its turn this many times.
 RATE_LIMIT_RETRIES = 5
@@ -103,22 +100,15 @@ def report(results: list[CaseResult], total: EvalScore) -> str:
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="quiz-eval lesson-fix",
-        description="Pass rate of Fix with AI over the seeded-defect lessons, after attempt 1 "
+    p = harness_parser(
+        "quiz-eval lesson-fix",
+        "Pass rate of Fix with AI over the seeded-defect lessons, after attempt 1 "
         "and after attempt 2, through the llm-gateway.",
+        unit="lessons fixed",
+        deadline_s=90.0,
     )
-    p.add_argument(
-        "--nats-url",
-        default=os.environ.get("NATS_URL", "nats://127.0.0.1:4222"),
-        help="the bus of a running llm-gateway (default: $NATS_URL or nats://127.0.0.1:4222)",
-    )
-    p.add_argument("--user", default="quiz-eval", help="the person the calls are made for")
     p.add_argument("--case", action="append", help="only this seeded lesson (repeatable)")
-    p.add_argument("--concurrency", type=int, default=4, help="lessons fixed at once")
-    p.add_argument("--deadline-s", type=float, default=90.0, help="each model try's deadline")
     p.add_argument("--max-output-tokens", type=int, default=4000)
-    p.add_argument("--json", action="store_true", help="print the results as one JSON object")
     p.add_argument(
         "--fail-under", type=float, default=None, help="exit 1 when the rate after 2 is below"
     )
@@ -146,7 +136,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 concurrency=max(1, args.concurrency),
             )
         )
-    except (ContractError, OSError, nats.errors.Error) as e:
+    except HARNESS_ERRORS as e:
         print(f"quiz-eval lesson-fix: {e}", file=sys.stderr)
         return 2
     total = score(results)

@@ -22,12 +22,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import sys
 from collections.abc import Sequence
 from typing import Any
-
-import nats
 
 from quiz_contracts.errors import ContractError, ErrorCode
 from quiz_contracts.llm import Purpose
@@ -42,7 +39,7 @@ from quiz_review.eval.scoring import (
     render,
     score,
 )
-from quiz_servicekit.eval_dispatch import harness_gateway
+from quiz_servicekit.eval_dispatch import HARNESS_ERRORS, harness_gateway, harness_parser
 from quiz_servicekit.llm import LlmClient
 
 RATE_LIMIT_RETRIES = 8
@@ -137,22 +134,15 @@ def as_json(result: EvalScore, outcomes: Sequence[QuestionOutcome]) -> dict[str,
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="quiz-eval review",
-        description="Precision and recall per severity of the LLM review over the labelled set, "
+    p = harness_parser(
+        "quiz-eval review",
+        "Precision and recall per severity of the LLM review over the labelled set, "
         "and its false-finding rate on clean questions, through the llm-gateway.",
+        unit="questions reviewed",
+        deadline_s=120.0,
     )
-    p.add_argument(
-        "--nats-url",
-        default=os.environ.get("NATS_URL", "nats://127.0.0.1:4222"),
-        help="the bus of a running llm-gateway (default: $NATS_URL or nats://127.0.0.1:4222)",
-    )
-    p.add_argument("--user", default="quiz-eval", help="the person the calls are made for")
     p.add_argument("--question", action="append", help="only this question id (repeatable)")
     p.add_argument("--language", action="append", help="only questions in this language")
-    p.add_argument("--concurrency", type=int, default=4, help="questions reviewed at once")
-    p.add_argument("--deadline-s", type=float, default=120.0, help="each call's deadline")
-    p.add_argument("--json", action="store_true", help="print the figures as one JSON object")
     p.add_argument(
         "--min-recall", type=float, default=None, help="exit 1 when overall recall is below"
     )
@@ -187,7 +177,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 concurrency=max(1, args.concurrency),
             )
         )
-    except (ContractError, OSError, nats.errors.Error) as e:
+    except HARNESS_ERRORS as e:
         print(f"quiz-eval review: {e}", file=sys.stderr)
         return 2
     result = score(outcomes, failed)
