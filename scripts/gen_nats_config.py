@@ -39,7 +39,7 @@ HELM_HEADER = """\
 # Rendered from quiz_contracts.bus by scripts/gen_nats_config.py: do not edit by hand.
 #
 #   kubectl -n quiz-bus create secret generic nats-users \\
-#     $(for u in USERS; do printf -- '--from-literal=%s=%s ' $u "$(openssl rand -base64 24)"; done)
+#     $(for u in USERS; do printf -- '--from-literal=%s=%s ' $u "p$(openssl rand -hex 24)"; done)
 #   helm install nats nats/nats -n quiz-bus -f deploy/helm/nats-values.yaml
 #
 # Each service reads its own password from the Secret `nats-credentials` of its namespace

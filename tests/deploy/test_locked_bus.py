@@ -4,6 +4,8 @@ and refuses what a user may not do — proven against a real server and the real
 from __future__ import annotations
 
 import asyncio
+import os
+import subprocess
 from pathlib import Path
 
 import nats
@@ -13,7 +15,7 @@ from nats.errors import TimeoutError as NatsTimeoutError
 
 from quiz_contracts import bus
 from quiz_contracts import subjects as s
-from quiz_testkit.nats_server import NatsServer
+from quiz_testkit.nats_server import NatsServer, dev_credentials, nats_server_binary
 
 pytestmark = pytest.mark.integration
 
@@ -188,3 +190,46 @@ def _collect(errors: list[Exception]) -> object:
         errors.append(e)
 
     return cb
+
+
+def _check_config(path: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [nats_server_binary(), "-c", str(path), "-t"],
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+
+
+def test_the_environment_render_reads_every_password_we_make(tmp_path: Path) -> None:
+    """The compose and Helm renders name each password as `$QUIZ_NATS_PASSWORD_<USER>`, which
+    nats-server parses as a configuration value: the passwords dev_credentials keeps (and
+    replaces, when an older file holds one nats-server cannot read) always parse, whatever
+    their first character. A `token_urlsafe` password starting with `-` made the compose
+    stack's nats fail to start one time in ~30."""
+    conf = tmp_path / "accounts.conf"
+    conf.write_text(bus.nats_accounts_config())
+    creds = tmp_path / "creds"
+    creds.mkdir()
+    # The shapes that broke or could break: a leading dash, an exponent, digits only.
+    for name, bad in zip(bus.USER_NAMES, ["-Hx5aZ", "7e5abc", "12345", "a_b"], strict=False):
+        (creds / f"{name}.password").write_text(bad)
+    rejected = _check_config(
+        conf,
+        {bus.password_env(n): (creds / f"{n}.password").read_text() for n in bus.USER_NAMES[:1]},
+    )
+    assert rejected.returncode != 0 and "could not be parsed" in rejected.stderr + rejected.stdout
+
+    for _ in range(20):
+        passwords = dev_credentials(creds)
+        assert all(bus.PASSWORD_PATTERN.fullmatch(p) for p in passwords.values())
+        env = {bus.password_env(n): p for n, p in passwords.items()}
+        checked = _check_config(conf, env)
+        assert checked.returncode == 0, checked.stderr + checked.stdout
+        for secret in creds.iterdir():
+            secret.unlink()
+    # Kept passwords are reused, not replaced.
+    first = dev_credentials(creds)
+    assert dev_credentials(creds) == first

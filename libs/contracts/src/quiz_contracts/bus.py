@@ -27,6 +27,8 @@ A user's password is never here: the renders read it from the environment
 from __future__ import annotations
 
 import json
+import re
+import secrets
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
@@ -175,6 +177,18 @@ def permissions(u: BusUser) -> dict[str, object]:
 
 def _unique(items: list[str]) -> list[str]:
     return list(dict.fromkeys(items))
+
+
+# nats-server parses a variable's value as a configuration value, not as a string: a value that
+# starts with `-` or a digit is read as a number ("-Hx…" fails to parse, "7e5…" too, "123" becomes
+# an integer). A password the environment render carries therefore starts with a letter and holds
+# letters and digits only; 128 bits at least.
+PASSWORD_PATTERN = re.compile(r"[A-Za-z][A-Za-z0-9]{21,}")
+
+
+def new_password() -> str:
+    """A fresh bus password matching PASSWORD_PATTERN: `p` and 48 hex digits (192 bits)."""
+    return "p" + secrets.token_hex(24)
 
 
 def password_env(name: str) -> str:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import random
-import secrets
 import shutil
 import socket
 import subprocess
@@ -12,7 +11,7 @@ import sys
 import time
 from pathlib import Path
 
-from quiz_contracts.bus import USER_NAMES, nats_accounts_config
+from quiz_contracts.bus import PASSWORD_PATTERN, USER_NAMES, nats_accounts_config, new_password
 from quiz_contracts.subjects import NATS_MAX_PAYLOAD
 
 
@@ -27,6 +26,10 @@ def dev_credentials(directory: str | Path) -> dict[str, str]:
 
     Created when missing, read back otherwise: `make run` and a test session reuse theirs. The
     services read theirs through NATS_CREDENTIALS_DIR (quiz_servicekit.natsio.nats_auth).
+
+    A kept password that does not match PASSWORD_PATTERN (an older `token_urlsafe` one, which
+    nats-server cannot read from the environment when it starts with `-` or a digit) is
+    replaced: whoever reads the files does so after this call.
     """
     path = Path(directory)
     path.mkdir(parents=True, exist_ok=True)
@@ -34,11 +37,16 @@ def dev_credentials(directory: str | Path) -> dict[str, str]:
     passwords: dict[str, str] = {}
     for name in USER_NAMES:
         secret = path / f"{name}.password"
-        if not secret.exists():
-            fd = os.open(secret, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        kept = secret.read_text().strip() if secret.exists() else ""
+        if PASSWORD_PATTERN.fullmatch(kept) is None:
+            kept = new_password()
+            # Written beside and renamed: a reader never sees a half-written password.
+            draft = secret.with_suffix(".password.new")
+            fd = os.open(draft, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
             with os.fdopen(fd, "w") as f:
-                f.write(secrets.token_urlsafe(24))
-        passwords[name] = secret.read_text().strip()
+                f.write(kept)
+            draft.replace(secret)
+        passwords[name] = kept
     return passwords
 
 
