@@ -180,9 +180,9 @@ def _unique(items: list[str]) -> list[str]:
 
 
 # nats-server parses a variable's value as a configuration value, not as a string: a value that
-# starts with `-` or a digit is read as a number ("-Hx…" fails to parse, "7e5…" too, "123" becomes
-# an integer). A password the environment render carries therefore starts with a letter and holds
-# letters and digits only; 128 bits at least.
+# starts with `-` or a digit may be read as a number ("-Hx…" fails to parse, "7e5…" too, "123"
+# becomes an integer). A password the environment render carries therefore starts with a letter
+# and holds letters and digits only; 128 bits at least.
 PASSWORD_PATTERN = re.compile(r"[A-Za-z][A-Za-z0-9]{21,}")
 
 

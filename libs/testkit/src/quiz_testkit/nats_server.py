@@ -28,7 +28,7 @@ def dev_credentials(directory: str | Path) -> dict[str, str]:
     services read theirs through NATS_CREDENTIALS_DIR (quiz_servicekit.natsio.nats_auth).
 
     A kept password that does not match PASSWORD_PATTERN (an older `token_urlsafe` one, which
-    nats-server cannot read from the environment when it starts with `-` or a digit) is
+    nats-server may fail to read from the environment when it starts with `-` or a digit) is
     replaced: whoever reads the files does so after this call.
     """
     path = Path(directory)
