@@ -23,6 +23,7 @@ from quiz_testkit.nats_server import NatsServer
 
 if TYPE_CHECKING:
     from quiz_testkit.anthropic_stub import AnthropicStub
+    from quiz_testkit.processes import ServiceProcess
     from quiz_testkit.siteverify_stub import SiteverifyStub
 
 _SPANS = InMemorySpanExporter()
@@ -118,6 +119,22 @@ def anthropic_stub_server() -> Iterator[AnthropicStub]:
     stub.start()
     yield stub
     stub.stop()
+
+
+@pytest.fixture(scope="module")
+def llm_gateway(
+    nats_url: str, anthropic_stub_server: AnthropicStub, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[ServiceProcess]:
+    """The real llm-gateway as its own process for the test module, calling the session's stub
+    (SQLite in a fresh directory; `quiz_testkit.processes.llm_gateway_process` for other
+    settings or scopes)."""
+    from quiz_testkit.processes import llm_gateway_process
+
+    gateway = llm_gateway_process(
+        nats_url, anthropic_stub_server.base_url, tmp_path_factory.mktemp("llm-gateway")
+    )
+    with gateway as proc:
+        yield proc
 
 
 @pytest.fixture

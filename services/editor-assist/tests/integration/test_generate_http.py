@@ -27,7 +27,7 @@ from quiz_editor_assist.main import create_app
 from quiz_testkit.anthropic_stub import AnthropicStub, StubReply
 from quiz_testkit.jwt_keys import SigningKeys
 from quiz_testkit.nats_server import NatsServer
-from quiz_testkit.processes import ServiceProcess, llm_gateway_process
+from quiz_testkit.processes import ServiceProcess
 from quiz_testkit.serving import serve_app
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -36,15 +36,6 @@ pytestmark = [pytest.mark.integration, pytest.mark.slow]
 @pytest.fixture(scope="module")
 def stub(anthropic_stub_server: AnthropicStub) -> AnthropicStub:
     return anthropic_stub_server
-
-
-@pytest.fixture(scope="module")
-def gateway(
-    nats_url: str, stub: AnthropicStub, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[ServiceProcess]:
-    gateway = llm_gateway_process(nats_url, stub.base_url, tmp_path_factory.mktemp("gateway"))
-    with gateway as proc:
-        yield proc
 
 
 @pytest.fixture(scope="module")
@@ -59,7 +50,7 @@ def runner(nats_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
 
 @pytest.fixture(scope="module")
 async def wand(
-    nats_url: str, signing_keys: SigningKeys, gateway: ServiceProcess, runner: ServiceProcess
+    nats_url: str, signing_keys: SigningKeys, llm_gateway: ServiceProcess, runner: ServiceProcess
 ) -> AsyncIterator[str]:
     settings = Settings(nats_url=nats_url, jwks_file=str(signing_keys.jwks_path))
     async with serve_app(create_app(settings), settings) as url:

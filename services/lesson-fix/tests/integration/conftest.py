@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import copy
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +18,7 @@ from quiz_lesson_fix.eval.cases import load_cases
 from quiz_lesson_fix.main import create_app
 from quiz_testkit.anthropic_stub import AnthropicStub
 from quiz_testkit.jwt_keys import SigningKeys
-from quiz_testkit.processes import ServiceProcess, llm_gateway_process
+from quiz_testkit.processes import ServiceProcess
 from quiz_testkit.serving import serve_app
 from quiz_testkit.siteverify_stub import DEFAULT_SECRET, SiteverifyStub
 
@@ -26,16 +26,6 @@ from quiz_testkit.siteverify_stub import DEFAULT_SECRET, SiteverifyStub
 @pytest.fixture(scope="module")
 def stub(anthropic_stub_server: AnthropicStub) -> AnthropicStub:
     return anthropic_stub_server
-
-
-@pytest.fixture(scope="module")
-def gateway(
-    nats_url: str, stub: AnthropicStub, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[ServiceProcess]:
-    """The real llm-gateway, as its own process, calling the stub."""
-    gateway = llm_gateway_process(nats_url, stub.base_url, tmp_path_factory.mktemp("gateway"))
-    with gateway as proc:
-        yield proc
 
 
 def lesson_fix_settings(
@@ -62,7 +52,7 @@ def settings_for() -> Callable[..., Settings]:
 async def service_url(
     nats_url: str,
     signing_keys: SigningKeys,
-    gateway: ServiceProcess,
+    llm_gateway: ServiceProcess,
     siteverify_server: SiteverifyStub,
     tmp_path_factory: pytest.TempPathFactory,
 ) -> AsyncIterator[str]:

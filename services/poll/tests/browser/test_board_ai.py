@@ -9,7 +9,6 @@ and never the hidden idea; the participants' page shows the AI notice while the 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +16,7 @@ import httpx
 import pytest
 
 from quiz_testkit.anthropic_stub import AnthropicStub, StubReply
-from quiz_testkit.processes import ServiceProcess, llm_gateway_process
+from quiz_testkit.processes import ServiceProcess
 
 from .conftest import PollSite, needs_chromium
 from .test_pages import answer, open_page, same_as_tally
@@ -50,20 +49,8 @@ def judge(body: dict[str, Any]) -> StubReply:
     )
 
 
-@pytest.fixture(scope="module")
-def gateway(
-    nats_url: str, anthropic_stub_server: AnthropicStub, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[ServiceProcess]:
-    """The real llm-gateway, as its own process, calling the stub (for this module only)."""
-    gateway = llm_gateway_process(
-        nats_url, anthropic_stub_server.base_url, tmp_path_factory.mktemp("gateway")
-    )
-    with gateway as proc:
-        yield proc
-
-
 async def test_the_board_shows_the_models_decisions_live(
-    gateway: ServiceProcess,
+    llm_gateway: ServiceProcess,
     anthropic_stub: AnthropicStub,
     site: PollSite,
     browser: Any,

@@ -7,7 +7,7 @@ import asyncio
 import json
 import time
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from typing import Any
 
@@ -22,7 +22,7 @@ from quiz_poll.main import create_app
 from quiz_servicekit.natsio import request
 from quiz_testkit.anthropic_stub import AnthropicStub
 from quiz_testkit.jwt_keys import SigningKeys
-from quiz_testkit.processes import ServiceProcess, llm_gateway_process
+from quiz_testkit.processes import ServiceProcess
 from quiz_testkit.serving import serve_app
 
 
@@ -42,16 +42,6 @@ class Clock:
 @pytest.fixture(scope="module")
 def stub(anthropic_stub_server: AnthropicStub) -> AnthropicStub:
     return anthropic_stub_server
-
-
-@pytest.fixture(scope="module")
-def gateway(
-    nats_url: str, stub: AnthropicStub, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[ServiceProcess]:
-    """The real llm-gateway, as its own process, calling the stub."""
-    gateway = llm_gateway_process(nats_url, stub.base_url, tmp_path_factory.mktemp("gateway"))
-    with gateway as proc:
-        yield proc
 
 
 def poll_settings(nats_url: str, keys: SigningKeys, db: str, **extra: Any) -> Settings:
@@ -83,7 +73,7 @@ def poll_db(tmp_path_factory: pytest.TempPathFactory) -> str:
 async def service_url(
     nats_url: str,
     signing_keys: SigningKeys,
-    gateway: ServiceProcess,
+    llm_gateway: ServiceProcess,
     clock: Clock,
     poll_db: str,
 ) -> AsyncIterator[str]:

@@ -26,7 +26,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 async def test_two_replicas_run_one_batch_at_a_time(
     stub: AnthropicStub,
-    gateway: Any,
+    llm_gateway: Any,
     nats_url: str,
     signing_keys: SigningKeys,
     database_url: str,
@@ -80,7 +80,7 @@ async def test_two_replicas_run_one_batch_at_a_time(
 
 async def test_the_pass_survives_the_replica_that_claimed_it(
     stub: AnthropicStub,
-    gateway: Any,
+    llm_gateway: Any,
     nats_url: str,
     signing_keys: SigningKeys,
     tmp_path: Any,
