@@ -192,6 +192,14 @@ def _resolve_ref(root: Mapping[str, Any], ref: str) -> Mapping[str, Any]:
     return node
 
 
+def _dereferenced(root: Mapping[str, Any], schema: Mapping[str, Any]) -> dict[str, Any]:
+    """A `$ref` schema as its target, refined by the `$ref`'s siblings (2020-12); the schemas
+    we send only need a shallow merge."""
+    target = dict(_resolve_ref(root, schema["$ref"]))
+    target.update({k: v for k, v in schema.items() if k != "$ref"})
+    return target
+
+
 _FORMAT_EXAMPLES: dict[str, str] = {
     "date-time": "2024-01-01T00:00:00Z",
     "date": "2024-01-01",
@@ -249,10 +257,7 @@ def _minimal(root: Mapping[str, Any], schema: Any, variant: int, depth: int) -> 
     if schema is True or not isinstance(schema, Mapping):
         return {}
     if "$ref" in schema:
-        target = dict(_resolve_ref(root, schema["$ref"]))
-        # Siblings of $ref (2020-12) refine the target; ours only need shallow merging.
-        target.update({k: v for k, v in schema.items() if k != "$ref"})
-        return _minimal(root, target, variant, depth + 1)
+        return _minimal(root, _dereferenced(root, schema), variant, depth + 1)
     if "const" in schema:
         return schema["const"]
     if "enum" in schema:
@@ -353,9 +358,7 @@ def _realistic(
     if schema is True or not isinstance(schema, Mapping):
         return {}
     if "$ref" in schema:
-        target = dict(_resolve_ref(root, schema["$ref"]))
-        target.update({k: v for k, v in schema.items() if k != "$ref"})
-        return _realistic(root, target, name, index, depth + 1, counts)
+        return _realistic(root, _dereferenced(root, schema), name, index, depth + 1, counts)
     if "const" in schema or "enum" in schema or "allOf" in schema:
         return _minimal(root, schema, index, depth)
     for combinator in ("anyOf", "oneOf"):
