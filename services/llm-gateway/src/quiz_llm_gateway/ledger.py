@@ -24,6 +24,8 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 
+from prometheus_client import Gauge
+
 from quiz_contracts.llm import CompleteReply
 from quiz_contracts.llm_journal import JournalEntry, JournalReply
 from quiz_llm_gateway.journal import SettleJournal, entry_key, settle_entry, settle_of
@@ -44,6 +46,7 @@ class Ledger:
         timeout_s: float,
         stream: StreamJournal | None = None,
         clock: Callable[[], float] = time.time,
+        pending_gauge: Gauge | None = None,
     ) -> None:
         self.repo = repo
         self.writer = SettleWriter(repo)
@@ -51,6 +54,8 @@ class Ledger:
         self.stream = stream
         self.timeout_s = timeout_s
         self.clock = clock
+        # Raised at each journaled entry, set to the exact figure by every sweep (`pending`).
+        self.pending_gauge = pending_gauge
         self._unsettled: list[JournalEntry] = []
         self._tasks: set[asyncio.Task[None]] = set()
         self._file_pending = 0
@@ -110,6 +115,8 @@ class Ledger:
 
     async def _journal(self, entry: JournalEntry) -> None:
         """JetStream, else the local file, else memory; never raises."""
+        if self.pending_gauge is not None:
+            self.pending_gauge.inc()
         if self.stream is not None:
             try:
                 await self.stream.append(entry)
@@ -125,14 +132,16 @@ class Ledger:
         self._unsettled.append(entry)
 
     async def apply(self, entry: JournalEntry) -> None:
-        """Write one journal entry to the database (raises what the database raised)."""
+        """Write one journal entry to the database (raises what the database raised, or
+        TimeoutError after `timeout_s`: a database that hangs is away too)."""
         if entry.reply is not None:
             r = entry.reply
-            await self.repo.finish_request(
+            write = self.repo.finish_request(
                 r.key, r.digest, r.call_id, r.reply.model_dump_json(), r.until, self.clock()
             )
         else:
-            await self.repo.settle(*settle_of(entry))
+            write = self.repo.settle(*settle_of(entry))
+        await asyncio.wait_for(write, self.timeout_s)
 
     async def _apply_or_promote(self, entry: JournalEntry) -> None:
         """A local entry goes to the database, or else to JetStream (durable beyond us)."""
@@ -180,7 +189,10 @@ class Ledger:
             self._file_pending = await asyncio.to_thread(self.journal.count)
         except OSError:
             pass
-        return shared + self._file_pending + len(self._unsettled)
+        total = shared + self._file_pending + len(self._unsettled)
+        if self.pending_gauge is not None:
+            self.pending_gauge.set(total)
+        return total
 
     async def drain(self) -> None:
         """Wait for settles in hand (at shutdown), then stop the writer."""

@@ -104,6 +104,7 @@ class Gateway:
             settings.settle_timeout_s,
             stream=journal_stream,
             clock=clock,
+            pending_gauge=metrics.journal_pending,
         )
         self.reports = Reports(
             repo,
@@ -497,7 +498,7 @@ class Gateway:
             await self.ledger.retry_unsettled()
         finally:
             # Before the database steps below, which fail while it is away.
-            self.metrics.journal_pending.set(await self.ledger.pending())
+            await self.ledger.pending()
         released = await self.repo.release_expired(self.clock())
         if released:
             log.warning("released %d expired reservation(s)", released)
