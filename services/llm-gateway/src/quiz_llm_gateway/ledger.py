@@ -34,6 +34,8 @@ from quiz_llm_gateway.stream_journal import StreamJournal
 from quiz_llm_gateway.writer import SettleWriter
 
 log = logging.getLogger(__name__)
+# While a journal holds entries, a request id's claim first replays them, at most this often.
+CATCH_UP_EVERY_S = 1.0
 
 
 class Ledger:
@@ -47,6 +49,7 @@ class Ledger:
         stream: StreamJournal | None = None,
         clock: Callable[[], float] = time.time,
         pending_gauge: Gauge | None = None,
+        monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         self.repo = repo
         self.writer = SettleWriter(repo)
@@ -56,6 +59,9 @@ class Ledger:
         self.clock = clock
         # Raised at each journaled entry, set to the exact figure by every sweep (`pending`).
         self.pending_gauge = pending_gauge
+        self.monotonic = monotonic
+        self._replaying = asyncio.Lock()
+        self._caught_up_at = -CATCH_UP_EVERY_S
         self._unsettled: list[JournalEntry] = []
         self._tasks: set[asyncio.Task[None]] = set()
         self._file_pending = 0
@@ -152,9 +158,41 @@ class Ledger:
                 raise
             await self.stream.append(entry)  # raises too when NATS is away: the file keeps it
 
+    def maybe_pending(self) -> bool:
+        """Whether a journal may hold entries (as last counted, or journaled since)."""
+        stream = self.stream is not None and self.stream.pending > 0
+        return stream or self._file_pending > 0 or bool(self._unsettled)
+
+    async def catch_up(self) -> None:
+        """Replay the journals now (at most once per CATCH_UP_EVERY_S; never raises).
+
+        Run before a request id is claimed while a journal holds entries: a reply journaled
+        during an outage longer than its claim (deadline + grace) is then back in
+        `idempotency_keys` before anyone could claim the id again and pay a second time.
+        """
+        if (
+            self.monotonic() - self._caught_up_at < CATCH_UP_EVERY_S
+            and not self._replaying.locked()
+        ):
+            return
+        async with self._replaying:
+            if self.monotonic() - self._caught_up_at < CATCH_UP_EVERY_S:
+                return  # another call replayed while we waited
+            self._caught_up_at = self.monotonic()
+            try:
+                await self._replay()
+                await self.pending()
+            except Exception as e:
+                log.warning("journal catch-up failed (%s)", type(e).__name__)
+
     async def retry_unsettled(self) -> int:
         """Replay the JetStream journal, the journal files (this process's and dead ones'),
         then what is in memory; returns how many entries were taken."""
+        async with self._replaying:
+            self._caught_up_at = self.monotonic()
+            return await self._replay()
+
+    async def _replay(self) -> int:
         landed = 0
         if self.stream is not None:
             try:

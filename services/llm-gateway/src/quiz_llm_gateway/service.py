@@ -105,6 +105,7 @@ class Gateway:
             stream=journal_stream,
             clock=clock,
             pending_gauge=metrics.journal_pending,
+            monotonic=monotonic,
         )
         self.reports = Reports(
             repo,
@@ -153,6 +154,8 @@ class Gateway:
     async def _complete_once(
         self, req: CompleteRequest, key: str, digest: str, trace_id: str | None
     ) -> CompleteReply:
+        if self.ledger.maybe_pending():
+            await self.ledger.catch_up()
         call_id = str(uuid.uuid4())
         deadline_s = max(self._time_left_s(req), 0.0)
         waited_until = self.monotonic() + deadline_s

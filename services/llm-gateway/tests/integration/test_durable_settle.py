@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from nats.aio.client import Client as NATS
 from prometheus_client import CollectorRegistry
 from sqlalchemy.engine import make_url
 
@@ -27,7 +28,9 @@ from quiz_llm_gateway.metrics import GatewayMetrics
 from quiz_llm_gateway.provider import AnthropicProvider
 from quiz_llm_gateway.repository import Repository
 from quiz_llm_gateway.service import Gateway
+from quiz_llm_gateway.stream_journal import JOURNAL_STREAM, StreamJournal
 from quiz_servicekit.db import Database
+from quiz_servicekit.jetstream import ensure_stream
 from quiz_servicekit.metrics import ServiceMetrics
 from quiz_testkit.anthropic_stub import AnthropicStub, StubReply
 
@@ -121,12 +124,17 @@ class Outage:
 
 
 def build_gateway(
-    url: str, stub: AnthropicStub, journal: Path, busy_ms: int = 60_000
+    url: str,
+    stub: AnthropicStub,
+    journal: Path,
+    busy_ms: int = 60_000,
+    clock: HandClock | None = None,
+    stream: StreamJournal | None = None,
 ) -> tuple[Gateway, Database, AnthropicProvider]:
     db = Database(url, threads=2, sqlite_busy_timeout_ms=busy_ms)
     provider = AnthropicProvider("test-key", stub.base_url, 10)
     settings = gateway_settings(settle_journal_dir=str(journal), settle_timeout_s=2.0)
-    clock = HandClock()
+    clock = clock or HandClock()
     gateway = Gateway(
         settings,
         Repository(db),
@@ -135,6 +143,7 @@ def build_gateway(
         clock=clock.time,
         monotonic=clock.monotonic,
         sleep=clock.sleep,
+        journal_stream=stream,
     )
     return gateway, db, provider
 
@@ -333,3 +342,52 @@ async def test_a_paid_reply_is_answered_when_its_bookkeeping_is_refused(
         await other.close()
         db2.close()
         await provider2.close()
+
+
+async def test_a_reply_journaled_longer_than_its_claim_lives_is_not_paid_again(
+    migrated_url: str, anthropic_stub: AnthropicStub, tmp_path: Path, outage: Outage, nc: NATS
+) -> None:
+    """Issue 20, item 3: the database stays away longer than a request id's claim lives
+    (deadline + grace, 180 s). Once it is back, another replica asked the same request id
+    answers it from the reply journaled on JetStream — its claim replays the journal first —
+    instead of claiming the id afresh and paying a second time."""
+    js = nc.jetstream()
+    await ensure_stream(js, JOURNAL_STREAM)
+    url = await outage.gateway_url()
+    clock = HandClock()
+    replicas = [
+        build_gateway(
+            url,
+            anthropic_stub,
+            tmp_path / name,
+            busy_ms=300,
+            clock=clock,
+            stream=StreamJournal(js, timeout_s=3),
+        )
+        for name in ("a", "b")
+    ]
+    (first, _, _), (second, _, _) = replicas
+    try:
+        await second.sweep()  # at start: it knows its database
+        anthropic_stub.script(StubReply.slow(0.5, StubReply.tool({"findings": []})))
+        call = asyncio.create_task(first.complete(request(request_id="long-1")))
+        for _ in range(500):
+            if anthropic_stub.requests:
+                break
+            await asyncio.sleep(0.01)
+        await outage.begin()
+        reply = await call  # its settle and reply are on the stream
+        with contextlib.suppress(Exception):
+            await second.sweep()  # a sweep during the outage: the journal is not empty
+        clock.now += 300  # past the claim (60 + 120 s), within the reply's 600 s
+        await outage.resume()
+        again = await second.complete(request(request_id="long-1"))
+        assert again == reply
+        assert len(anthropic_stub.requests) == 1, "paid twice"
+        assert len(await second.repo.ledger_rows(outcome="ok")) == 1
+    finally:
+        for gateway, db, provider in replicas:
+            with contextlib.suppress(Exception):
+                await gateway.close()
+            db.close()
+            await provider.close()
