@@ -25,10 +25,19 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Annotated, Literal
 
-from pydantic import ConfigDict, Field, StringConstraints, model_validator
+from pydantic import (
+    AwareDatetime,
+    ConfigDict,
+    Field,
+    PlainValidator,
+    StringConstraints,
+    WithJsonSchema,
+    model_validator,
+)
 from pydantic.alias_generators import to_camel
 
 from quiz_contracts.base import WireModel
+from quiz_contracts.questions.common import Utf16, js_trim
 
 # --- Limits (heig-quiz `packages/domain/src/brainstorm.ts`, `packages/contracts/src/poll.ts`) ---
 
@@ -56,17 +65,32 @@ class CamelModel(WireModel):
 
 # --- The participant's answer -----------------------------------------------------------------
 
+_IDEA_LENGTH = Utf16(1, IDEA_MAX_CHARS)
+
+
+def _idea(value: object) -> str:
+    """`z.string().trim().min(1).max(60)`: a string (never coerced), trimmed as JavaScript
+    trims, then 1–60 UTF-16 code units as zod counts them (an emoji outside the BMP is 2)."""
+    if not isinstance(value, str):
+        return _IDEA_LENGTH.validate(value)  # the platform's string_type error
+    return _IDEA_LENGTH.validate(js_trim(value))
+
+
 Idea = Annotated[
-    str, StringConstraints(strip_whitespace=True, min_length=1, max_length=IDEA_MAX_CHARS)
+    str,
+    PlainValidator(_idea),
+    WithJsonSchema({"type": "string", "minLength": 1, "maxLength": IDEA_MAX_CHARS}),
 ]
 
 
 class BrainstormAnswer(CamelModel):
     """`{ideas: string[]}`: the whole answer, sent by the phone on every Add and Remove (§8).
 
-    Each idea is trimmed and 1–60 characters (code points; the platform's input counts UTF-16
-    units, so it never sends more). At most 10 here; the question's `maxIdeas` is checked by
-    the service (422 `answer_invalid`), as the platform's `answerMisfit` does.
+    Each idea is trimmed (JavaScript's `trim`) and 1–60 UTF-16 code units, counted as the
+    platform's schema counts them (`qt-brainstorm` `BrainstormAnswerSchema`, zod's `.max(60)`):
+    60 emoji are 120 units and are refused, as the platform refuses them. At most 10 here; the
+    question's `maxIdeas` is checked by the service (422 `answer_invalid`), as the platform's
+    `answerMisfit` does.
     """
 
     ideas: list[Idea] = Field(max_length=MAX_IDEAS_LIMIT)
@@ -381,14 +405,15 @@ class BrainstormOpen(CamelModel):
     roster: list[MaskedPerson] = Field(
         default_factory=list, description="A classroom's roster; empty for an anonymous poll."
     )
-    opened_at: datetime
+    # With its offset, as review's times: a naive time would be read in the host's zone.
+    opened_at: AwareDatetime
 
 
 class BrainstormClose(CamelModel):
     """The platform's End: no answer after this; 30 days later the poll freezes."""
 
     evaluation_id: EvaluationId
-    closed_at: datetime
+    closed_at: AwareDatetime  # with its offset, as `openedAt`
 
 
 class PollParticipant(CamelModel):
