@@ -64,6 +64,10 @@ def test_a_mark_is_the_poll_idea_marks_row_in_camel_case() -> None:
         "label": None,
         "correction": None,
         "source": "ai",
+        # This service's two additions (issue 21): the approved spellings, and an idea that was
+        # there when the AI was switched on.
+        "seen": [],
+        "teacherOnly": False,
     }
     with pytest.raises(ValidationError):
         IdeaMark.model_validate({"key": "bouge", "status": "pending"})
@@ -123,10 +127,11 @@ def test_the_board_reads_the_platforms_json() -> None:
         ],
     }
     board = PollIdeaBoard.model_validate(body)
-    # Our additions to the AI line (the run's calls against its cap, issue 16) are the only
-    # difference from the platform's JSON.
+    # Our additions to the AI line (the run's calls against its cap, issue 16) and a variant's
+    # new spellings (issue 21) are the only differences from the platform's JSON.
     dumped = json.loads(board.model_dump_json())
     assert dumped["ai"].pop("calls") == 0 and dumped["ai"].pop("runCap") == 200
+    assert dumped["clusters"][0]["variants"][0].pop("newSpellings") == []
     assert dumped == body
 
 

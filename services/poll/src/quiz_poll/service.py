@@ -587,7 +587,7 @@ class PollService:
             )
         async with live.lock:
             live = self._polls[evaluation_id]  # a reload may have replaced it meanwhile
-            result = apply_idea_action(live.tally.marks, change)
+            result = apply_idea_action(live.tally.marks, change, live.tally.spellings)
             record = {
                 "change": result.audit.change,
                 "before": {
@@ -808,7 +808,7 @@ class PollService:
             async with live.lock:
                 # Read again (the poll held now): what the teacher did meanwhile counts.
                 current = self._polls[evaluation_id].tally.marks
-                proposed = apply_ai_verdicts(current, verdicts, call.judged, call.known)
+                proposed = apply_ai_verdicts(current, verdicts, call.judged, call.known, call.texts)
                 written, version = await self.repo.write_ai_marks(
                     evaluation_id, marks_to_write(proposed, current), self.clock()
                 )
