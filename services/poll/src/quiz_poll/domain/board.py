@@ -229,7 +229,11 @@ def variant_of(
 
 
 def brainstorm_cloud(board: Board, moderation: bool, cap: int = CLOUD_CAP) -> list[Bubble]:
-    """What the room may see of a board: one bubble per cluster holding a visible idea."""
+    """What the room may see of a board: one bubble per cluster holding a visible idea.
+
+    `moderation` must be the board's own switch: each variant carries its visibility and what
+    the room reads of it, computed with it (`brainstorm_board`).
+    """
     bubbles: list[Bubble] = []
     for cluster in board.clusters:
         if cluster.count <= 0:

@@ -21,6 +21,7 @@ accent, and a key that depends on what folding removed is no longer its own key 
 
 from __future__ import annotations
 
+import functools
 import unicodedata
 from typing import Any
 
@@ -58,6 +59,7 @@ _BIDI = regex.compile("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 _MARK_RUN = regex.compile(r"\p{M}{3,}")
 
 
+@functools.lru_cache(maxsize=8192)  # the same few spellings are read at every frame
 def room_text(raw: str) -> str:
     """A text as the room is shown it (wall, phones, public frames), whatever the switches.
 
