@@ -86,10 +86,14 @@ def port_holder(port: int) -> str:
     return "a process not visible to us"
 
 
+def free_port() -> int:
+    from quiz_testkit.nats_server import free_port as testkit_free_port
+
+    return testkit_free_port()
+
+
 def choose_port(preferred: int) -> tuple[int, str]:
     """`preferred` when free, else a free port and why it moved (for the table)."""
-    from quiz_testkit.nats_server import free_port
-
     if port_free(preferred):
         return preferred, ""
     return free_port(), f"{preferred} is in use by {port_holder(preferred)}"
@@ -122,6 +126,19 @@ def wait_for_leftovers(pids: list[int]) -> list[int]:
         time.sleep(0.2)
         left = [p for p in left if runinfo.alive(p)]
     return left
+
+
+# How many times a service that lost its port at start-up is moved again.
+PORT_RETRIES: dict[str, int] = {}
+
+
+def lost_its_port(name: str) -> bool:
+    """The child died at start-up because its port was taken meanwhile (and may move again)."""
+    time.sleep(0.2)  # its last lines are still on their way through the pipe
+    if not any("Address already in use" in line for line in TAILS.get(name, ())):
+        return False
+    PORT_RETRIES[name] = PORT_RETRIES.get(name, 0) + 1
+    return PORT_RETRIES[name] <= 3
 
 
 def die_with_parent() -> None:
@@ -284,22 +301,41 @@ def main() -> int:
     if verification_off:
         env.setdefault("LESSON_FIX_VERIFY_DISABLED", "true")
     urls: dict[str, str] = {}
-    for i, svc in enumerate(SERVICES):
-        port, moved[svc.name] = choose_port(svc.port)
+
+    def launch(i: int, port: int) -> subprocess.Popen[bytes]:
+        svc = SERVICES[i]
         urls[svc.name] = f"http://127.0.0.1:{port}"
         child_env = {**env, "HTTP_PORT": str(port)}
         argv = [sys.executable, "-m", svc.module]
-        procs.append((svc.name, start(svc.name, argv, child_env, COLOURS[i])))
-    # The URLs every tool beside us reads (without credentials: each tool adds its own user's
-    # password from .data/nats-credentials), and our children for the next run to wait for.
-    bus = runinfo.without_credentials(nats_url)
-    runinfo.write(DATA, runinfo.RunInfo(os.getpid(), {"nats": bus, **urls}))
-    lock.record([os.getpid(), *(p.pid for _, p in procs)])
+        return start(svc.name, argv, child_env, COLOURS[i])
+
+    def publish_urls() -> None:
+        """The URLs every tool beside us reads (without credentials: each tool adds its own
+        user's password from .data/nats-credentials), our children for the next run."""
+        bus = runinfo.without_credentials(nats_url)
+        runinfo.write(DATA, runinfo.RunInfo(os.getpid(), {"nats": bus, **urls}))
+        lock.record([os.getpid(), *(p.pid for _, p in procs)])
+
+    for i, svc in enumerate(SERVICES):
+        port, moved[svc.name] = choose_port(svc.port)
+        procs.append((svc.name, launch(i, port)))
+    publish_urls()
 
     try:
         pending = dict(urls)
         deadline = time.monotonic() + 120
         while pending and not stopping.is_set() and time.monotonic() < deadline:
+            # A port seen free may be taken before the service binds it (another `make run`
+            # or test starting on this machine at the same moment): that one moves again.
+            for j, (name, p) in enumerate(procs):
+                if p.poll() is not None and name in pending and lost_its_port(name):
+                    i = [s.name for s in SERVICES].index(name)
+                    old = urls[name].rpartition(":")[2]
+                    TAILS[name].clear()
+                    procs[j] = (name, launch(i, free_port()))
+                    moved[name] = f"{old} was taken while it started"
+                    pending[name] = urls[name]
+                    publish_urls()
             if (why := exited(procs, started=False)) is not None:
                 print(why, flush=True)
                 return 1

@@ -71,7 +71,7 @@ def test_a_second_make_run_refuses_and_a_killed_one_leaves_nothing_in_the_way(
         os.kill(first.proc.pid, signal.SIGKILL)
         first.proc.wait()
         gone = make(tmp_path, "url", "S=poll")
-        assert gone.returncode == 1 and "is gone" in gone.stderr, gone
+        assert gone.returncode != 0 and "is gone" in gone.stderr, gone
     finally:
         first.kill()
 
@@ -95,6 +95,6 @@ def test_a_second_make_run_refuses_and_a_killed_one_leaves_nothing_in_the_way(
     assert lock.acquire() and lock.previous_pids() == []
     os.close(lock.fd)
     after = make(tmp_path, "url", "S=poll")
-    assert after.returncode == 1 and "no `make run` is running here" in after.stderr, after
+    assert after.returncode != 0 and "no `make run` is running here" in after.stderr, after
     demo = make(tmp_path, "poll-demo")
     assert demo.returncode != 0 and "start `make run` first" in demo.stdout, demo
