@@ -246,6 +246,8 @@ def main() -> int:
         print(f"processes of the previous `make run` are still alive: {left}", file=sys.stderr)
         return 1
     lock.record([os.getpid()])
+    # Older runs wrote the bus's URL there (and left it behind): .data/urls replaces it.
+    (DATA / "nats-url").unlink(missing_ok=True)
     sys.path.insert(0, str(ROOT / "libs" / "testkit" / "src"))
     from quiz_testkit.jwt_keys import SigningKeys
 

@@ -24,6 +24,7 @@ import signal
 import subprocess
 import tempfile
 import time
+import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -128,6 +129,10 @@ def test_make_run_from_a_fresh_clone_as_a_normal_user_without_uv(normal_user: Us
     user = normal_user
     if uv := shutil.which("uv", path=SYSTEM_PATH):
         pytest.skip(f"uv is installed system-wide ({uv}): no PATH without uv to test with")
+    try:
+        urllib.request.urlopen("https://pypi.org/simple/uv/", timeout=20).close()
+    except OSError as e:
+        pytest.skip(f"PyPI is out of reach ({e}): a fresh clone can install nothing")
     clone = user.home / "quiz"
     fresh_clone(clone)
     if user.created:
