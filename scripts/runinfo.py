@@ -51,12 +51,14 @@ class RunInfo:
 
     pid: int
     urls: dict[str, str] = field(default_factory=dict)
+    # /proc/<pid>/stat's start time: a pid reused by another process since is not "running".
+    started: int | None = None
 
     def render(self) -> str:
         lines = [
             "# Written by `make run` once its ports are chosen, removed when it stops.",
             "# Read it with `make -s url S=<name>`; never assume a port.",
-            f"pid {self.pid}",
+            f"pid {self.pid}:{self.started if self.started is not None else start_time(self.pid)}",
         ]
         lines += [f"{name} {url}" for name, url in self.urls.items()]
         return "\n".join(lines) + "\n"
@@ -64,16 +66,19 @@ class RunInfo:
 
 def parse(text: str) -> RunInfo:
     pid = 0
+    started: int | None = None
     urls: dict[str, str] = {}
     for line in text.splitlines():
         if not line.strip() or line.startswith("#"):
             continue
         name, _, value = line.partition(" ")
         if name == "pid":
-            pid = int(value)
+            pid_text, _, started_text = value.strip().partition(":")
+            pid = int(pid_text)
+            started = int(started_text) if started_text and started_text != "None" else None
         else:
             urls[name] = value.strip()
-    return RunInfo(pid, urls)
+    return RunInfo(pid, urls, started)
 
 
 def alive(pid: int) -> bool:
@@ -112,7 +117,7 @@ def read(data: Path) -> RunInfo:
         raise NotRunning(f"no `make run` is running here ({path} is missing)") from None
     except ValueError:
         raise NotRunning(f"{path} is not a URL file of `make run`") from None
-    if not alive(info.pid):
+    if not alive(info.pid) or (info.started is not None and start_time(info.pid) != info.started):
         raise NotRunning(
             f"the `make run` that wrote {path} (pid {info.pid}) is gone: start it again"
         )
