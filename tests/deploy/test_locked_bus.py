@@ -15,7 +15,12 @@ from nats.errors import TimeoutError as NatsTimeoutError
 
 from quiz_contracts import bus
 from quiz_contracts import subjects as s
-from quiz_testkit.nats_server import NatsServer, dev_credentials, nats_server_binary
+from quiz_testkit.nats_server import (
+    NatsServer,
+    dev_credentials,
+    nats_connect,
+    nats_server_binary,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -73,7 +78,7 @@ async def _connect(url: str) -> tuple[nats.NATS, list[Exception]]:
     async def on_error(e: Exception) -> None:
         errors.append(e)
 
-    return await nats.connect(url, error_cb=on_error, allow_reconnect=False), errors
+    return await nats_connect(url, error_cb=on_error, allow_reconnect=False), errors
 
 
 async def test_refusals_on_the_locked_bus(tmp_path: Path) -> None:
