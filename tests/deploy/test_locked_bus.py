@@ -501,12 +501,14 @@ async def test_the_real_gateway_answers_a_paid_call_across_a_nats_restart(
     try:
         with llm_gateway_process(server.url, anthropic_stub.base_url, tmp_path / "gateway"):
             caller, _ = await _as(server, "editor-assist")
-            anthropic_stub.script(StubReply.slow(3, StubReply.tool({"choices": ["4"]})))
+            anthropic_stub.script(StubReply.slow(5, StubReply.tool({"choices": ["4"]})))
             call = asyncio.create_task(
                 request(caller, s.LLM_COMPLETE, _complete_request(), CompleteReply, timeout=20)
             )
             assert await _eventually(lambda: len(anthropic_stub.requests) == 1, 10)
-            server.stop()  # the provider is still thinking
+            # The provider answers 5 s after the call arrived: both sides have reconnected
+            # by then (each retries every 0.5 s), so the reply is sent on new connections.
+            server.stop()
             server.start()
             reply = await call
             assert reply.output == {"choices": ["4"]}
