@@ -174,7 +174,8 @@ class LlmClient:
         """Wait (until the loop time `until`) for the connection; False if closed or too late."""
         loop = asyncio.get_running_loop()
         while not self._nc.is_connected:
-            if self._nc.is_closed or loop.time() >= until:
+            # Draining or closed: the service is stopping, no reconnect is coming.
+            if self._nc.is_closed or self._nc.is_draining or loop.time() >= until:
                 return False
             await asyncio.sleep(WATCH_S)
         return True
@@ -199,8 +200,10 @@ class LlmClient:
                 done, _ = await asyncio.wait({sent}, timeout=WATCH_S)
                 if done:
                     return sent.result()
+                # Reconnecting (or reconnected since the send): a reply published meanwhile
+                # is gone. A draining connection still delivers what comes: not a loss.
                 if call.request_id is not None and (
-                    not self._nc.is_connected or self._nc.stats["reconnects"] != reconnects
+                    self._nc.is_reconnecting or self._nc.stats["reconnects"] != reconnects
                 ):
                     raise _ConnectionLost
         finally:
