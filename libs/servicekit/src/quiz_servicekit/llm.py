@@ -118,6 +118,8 @@ class LlmClient:
             timeout = answer_by - now
             if repeats:
                 timeout = max(timeout, min(self.repeat_timeout_s, give_up_at - now))
+            if timeout <= 0:
+                raise self._not_answered(f"no reply within {give_up_at - started:g} s")
             try:
                 return await self._send(call, timeout)
             except NotAnswered as e:
@@ -127,15 +129,14 @@ class LlmClient:
                         await asyncio.sleep(pause)
                         pause = min(1.0, pause * 2)
                         continue
-                elif self._may_repeat(call, repeats) and loop.time() < give_up_at:
+                    raise self._not_answered(e.message) from e
+                if self._may_repeat(call, repeats) and loop.time() < give_up_at:
                     repeats += 1
                     continue
-                else:
-                    why = f"{subjects.LLM_COMPLETE} did not answer within {answer_by - started:g} s"
-                    if repeats:
-                        why += f", nor {repeats} repeat(s) of request_id {call.request_id!r}"
-                    raise self._not_answered(why) from e
-                raise self._not_answered(e.message) from e
+                why = f"{subjects.LLM_COMPLETE} did not answer within {answer_by - started:g} s"
+                if repeats:
+                    why += f", nor {repeats} repeat(s) of request_id {call.request_id!r}"
+                raise self._not_answered(why) from e
             except _ConnectionLost as e:
                 if self._may_repeat(call, repeats):
                     repeats += 1
