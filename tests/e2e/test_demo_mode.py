@@ -67,9 +67,14 @@ def test_make_run_says_the_replies_are_canned(demo: Demo) -> None:
     text = demo.system.log.read_text()
     assert "DEMO: no model is called" in text
     assert DEMO_LABEL in text and DEMO_MODEL in text
-    headers = demo.token("ops-1", {"ops": {"role": "viewer"}})
-    ready = httpx.get(f"{demo.urls['llm-gateway']}/readyz", headers=headers, timeout=10)
+    # The model id the gateway reports for every purpose is the demo's.
+    ready = httpx.get(f"{demo.urls['llm-gateway']}/readyz", timeout=10)
     assert ready.status_code == 200
+    headers = demo.token("ops-1", {"ops": {"role": "viewer"}})
+    url = f"{demo.urls['llm-gateway']}/admin/availability"
+    availability = httpx.get(url, headers=headers, timeout=10)
+    assert availability.status_code == 200, availability.text
+    assert set(availability.json()["models"].values()) == {DEMO_MODEL}, availability.text
 
 
 def test_the_wand_answers_the_readme_drafts_sensibly(demo: Demo) -> None:
@@ -167,6 +172,9 @@ def test_the_wand_answers_the_readme_drafts_sensibly(demo: Demo) -> None:
         },
     )
     assert not code["incomplete"], code
+    # The stub says, per reply, which rule answered (the demo-stub rows of make run's log).
+    log = demo.system.log.read_text()
+    assert f"demo reply ({DEMO_LABEL}) to propose_mcq: wand mcq: computed" in log
 
 
 # The version of docs/review.md's block (the planted mistake: Sydney as the capital).
