@@ -279,6 +279,9 @@ def main() -> int:
         ]
         if verification_off:
             notes.append("lesson-fix: human verification is OFF (LESSON_FIX_VERIFY_SECRET unset).")
+        if demo_line:
+            # The key is the demo's (the DEMO line above): no line about a provider's key holds.
+            notes = [n for n in notes if "ANTHROPIC_API_KEY" not in n]
         print("\n".join([*notes, "Ctrl-C stops everything.", ""]), flush=True)
         while not stopping.is_set():
             if (why := exited(procs, started=True)) is not None:
