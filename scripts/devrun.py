@@ -158,7 +158,7 @@ def stop_all(procs: list[tuple[str, subprocess.Popen[bytes]]]) -> None:
 def start_demo_stub(env: dict[str, str], procs: list[tuple[str, subprocess.Popen[bytes]]]) -> str:
     """`make run DEMO=1`: the test kit's model stub in demo mode as one more child, and the
     gateway pointed at it with the model id `demo-canned-replies` for every purpose, so its logs
-    and /admin/usage say so too. Returns the line `make run` prints about it."""
+    and /admin/availability say so too. Returns the line `make run` prints about it."""
     from quiz_testkit.demo_replies import DEMO_LABEL, DEMO_MODEL
     from quiz_testkit.nats_server import free_port as stub_port
 

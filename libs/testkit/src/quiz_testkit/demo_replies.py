@@ -41,7 +41,7 @@ DEMO_LABEL = "[demo: canned reply, no model]"
 """Prefixes every human-readable text of a demo reply, so nobody takes it for a model's."""
 
 DEMO_MODEL = "demo-canned-replies"
-"""The model id `make run DEMO=1` gives the gateway for every purpose (its logs, /admin/usage)."""
+"""The model id `make run DEMO=1` gives the gateway for each purpose (logs, /admin/availability)."""
 
 
 # ---- reading the request ------------------------------------------------------------------
