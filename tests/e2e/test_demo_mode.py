@@ -174,6 +174,9 @@ def test_the_wand_answers_the_readme_drafts_sensibly(demo: Demo) -> None:
         },
     )
     assert not code["incomplete"], code
+    cases = code["config"]["tests"]["cases"]
+    settled = [(c["stdin"], c["expected"]) for c in cases]
+    assert settled[:2] == [("2 3\n", "5\n"), ("-4 10\n", "6\n")], code
     # The stub says, per reply, which rule answered (the demo-stub rows of make run's log).
     log = demo.system.log.read_text()
     assert f"demo reply ({DEMO_LABEL}) to propose_mcq: wand mcq: computed" in log

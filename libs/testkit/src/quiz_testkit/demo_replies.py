@@ -9,7 +9,7 @@ block ids, the poll's idea ids — by a few rules keyed on what the documented e
   its value as the right choice and near misses as distractors ("2 + 2 ?" → 4); a codeimage gets
   a Python program that draws the statement's picture at the draft's size and palette (a square
   with a centre of another colour, else a frame), so the runner settles a complete target; short,
-  rich and categorize get answers for the README's statements.
+  rich, categorize and code get answers for the README's statements.
 - `report_findings` (review, docs/review.md): an mcq whose key names a wrong capital (Sydney for
   Australia) gets the two ticks to swap as findings, each with a Fix that applies.
 - `lesson_fix` (docs/lesson-fix.md): E_GROUNDING_SINGLE gets the question's answer taken from
@@ -103,6 +103,9 @@ def _arith(node: ast.AST) -> float:
 
 def arithmetic_value(statement: str) -> float | None:
     """The value of the arithmetic a statement asks for ("2 + 2 ?" → 4.0), else None."""
+    # An equation to solve ("2x + 3 = 7") is not a value to compute: no rule for it.
+    if re.search(r"=\s*[\w(]", statement) or re.search(r"\d[a-wyz]|\dx\w", statement):
+        return None
     match = re.search(r"[-(\d][\d\s.+\-*/×x()]*[\d)]", statement)
     if match is None or not re.search(r"[+\-*/×x]", match.group(0).strip("-")):
         return None
@@ -190,6 +193,21 @@ def _categorize(draft: Mapping[str, Any]) -> tuple[dict[str, Any], str] | None:
     )
 
 
+def _code(draft: Mapping[str, Any]) -> tuple[dict[str, Any], str] | None:
+    statement = str(draft.get("prompt", "")).lower()
+    if draft.get("language") != "python" or not re.search(r"\b(sum|somme)\b", statement):
+        return None
+    cases = [
+        {"name": "small numbers", "stdin": "2 3\n", "args": [], "visible": True},
+        {"name": "a negative", "stdin": "-4 10\n", "args": [], "visible": False},
+        {"name": "zeros", "stdin": "0 0\n", "args": [], "visible": False},
+    ]
+    return (
+        {"referenceSolution": "a, b = map(int, input().split())\nprint(a + b)\n", "cases": cases},
+        "Read the two integers of the line, then print a + b.",
+    )
+
+
 # Palette index of each colour name (bw 0 black / 1 white; color16 the CGA colours; gray256).
 _COLOURS: dict[str, dict[str, int]] = {
     "bw": {"black": 0, "noir": 0, "white": 1, "blanc": 1},
@@ -247,6 +265,7 @@ _WAND_RULES: dict[str, Callable[[Mapping[str, Any]], tuple[dict[str, Any], str] 
     "short": _short,
     "rich": _rich,
     "categorize": _categorize,
+    "code": _code,
     "codeimage": _codeimage,
 }
 
@@ -298,10 +317,19 @@ def _review(body: Mapping[str, Any], fallback: dict[str, Any]) -> tuple[Any, str
         if bool(choice.get("correct")) != is_right:
             current = "true" if choice.get("correct") else "false"
             other = "false" if choice.get("correct") else "true"
+            french = "capitale" in str(config.get("prompt", "")).lower()
             said = (
-                f"« {choice.get('text')} » is marked right, but the answer is {fact[0]}."
+                (
+                    f"« {choice.get('text')} » est marquée juste, mais la réponse est {fact[0]}."
+                    if french
+                    else f"« {choice.get('text')} » is marked right, but the answer is {fact[0]}."
+                )
                 if choice.get("correct")
-                else f"« {choice.get('text')} » is the right answer but is marked wrong."
+                else (
+                    f"« {choice.get('text')} » est la bonne réponse, mais elle est marquée fausse."
+                    if french
+                    else f"« {choice.get('text')} » is the right answer but is marked wrong."
+                )
             )
             findings.append(
                 {
