@@ -19,6 +19,7 @@ import httpx
 import nats
 import pytest
 
+from quiz_servicekit.natsio import inbox_prefix_for
 from quiz_testkit.demo_replies import DEMO_LABEL, DEMO_MODEL
 from quiz_testkit.jwt_keys import SigningKeys
 from quiz_testkit.system import System
@@ -206,7 +207,7 @@ VERSION: dict[str, Any] = {
 
 
 async def publish_version(url: str) -> None:
-    nc = await nats.connect(url)
+    nc = await nats.connect(url, inbox_prefix=inbox_prefix_for(url))
     js = nc.jetstream()
     await js.publish(
         "questions.v1.version.published",
@@ -288,7 +289,7 @@ def test_lesson_fix_passes_check_fix_with_a_preview(demo: Demo) -> None:
 
 
 async def open_poll(url: str, evaluation: str) -> None:
-    nc = await nats.connect(url)
+    nc = await nats.connect(url, inbox_prefix=inbox_prefix_for(url))
     body = {
         "evaluationId": evaluation,
         "teacherId": "teacher-1",
