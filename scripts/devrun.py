@@ -7,6 +7,9 @@ Ctrl-C (or SIGTERM) stops every child; children also die with this process (PDEA
 One at a time per data dir (scripts/runinfo.py): a second `make run` refuses, naming the first's
 pid and URLs. The URLs it uses (a port taken moves to a free one; the table says why) are in
 `.data/urls` while it runs, read by `make -s url S=<service>` and every documented command.
+
+DEMO=1 without ANTHROPIC_API_KEY (`make run DEMO=1`): the test kit's stub in demo mode is one
+more child (`demo-stub`), the gateway's provider, answering canned replies labelled as such.
 """
 
 from __future__ import annotations
@@ -324,8 +327,11 @@ def main() -> int:
     # The runner's state under .data too (root or not), so `make clean` takes it away.
     env.setdefault("RUNNER_STATE_DIR", str(DATA / "runner"))
     # DEMO=1 (`make run DEMO=1`): canned replies instead of a model; a key set wins.
-    demo = os.environ.get("DEMO", "") not in ("", "0") and not env.get("ANTHROPIC_API_KEY")
+    asked = os.environ.get("DEMO", "") not in ("", "0")
+    demo = asked and not env.get("ANTHROPIC_API_KEY")
     demo_line = start_demo_stub(env, procs) if demo else ""
+    if asked and not demo:
+        demo_line = "DEMO=1 ignored: ANTHROPIC_API_KEY is set, the gateway calls that provider."
     # lesson-fix verifies people with a siteverify secret; without one, development runs it
     # with verification off (the service says so in its log and in /readyz).
     verification_off = not env.get("LESSON_FIX_VERIFY_SECRET")
@@ -404,7 +410,7 @@ def main() -> int:
             notes.append(f"The gateway calls models at {where} (ANTHROPIC_API_KEY is set).")
         if verification_off:
             notes.append("lesson-fix: human verification is OFF (LESSON_FIX_VERIFY_SECRET unset).")
-        if demo_line:
+        if demo:
             # The key is the demo's (the DEMO line above): no line about a provider's key holds.
             notes = [n for n in notes if "ANTHROPIC_API_KEY" not in n]
         print("\n".join([*notes, "Ctrl-C stops everything.", ""]), flush=True)
