@@ -17,6 +17,7 @@ from typing import Any
 
 import httpx
 import nats
+import psutil
 import pytest
 
 from quiz_servicekit.natsio import inbox_prefix_for
@@ -326,3 +327,14 @@ def test_poll_ai_batch_approves_hides_and_corrects(demo: Demo) -> None:
     assert variants["la respiraton"]["correction"] == "La respiration", board
     assert variants["se reproduire"]["status"] == "approved", board
     assert board["ai"]["calls"] == 1, board
+
+
+def test_ctrl_c_stops_the_demo_stub_with_the_rest(demo: Demo) -> None:
+    """Last of the module: the stub is one of make run's children, stopped like the others."""
+    children = demo.system.descendants()
+    stubs = [p for p in children if "quiz_testkit.anthropic_stub" in " ".join(p.cmdline())]
+    assert len(stubs) == 1 and "--demo" in stubs[0].cmdline()
+    demo.system.interrupt()
+    time.sleep(0.5)
+    alive = [p for p in children if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+    assert alive == [], [p.cmdline() for p in alive]
