@@ -84,6 +84,7 @@ def test_the_poll_batch_hides_corrects_and_attaches_by_id() -> None:
                     {"id": "n2", "text": "Paul est un idiot"},
                     {"id": "n3", "text": "respirer"},
                     {"id": "n4", "text": "[student] grandit"},
+                    {"id": "n5", "text": "annuler la mort"},
                 ]
             ),
         ]
@@ -98,6 +99,7 @@ def test_the_poll_batch_hides_corrects_and_attaches_by_id() -> None:
     }
     assert verdicts["n2"]["offensive"] and verdicts["n4"]["offensive"]
     assert verdicts["n3"]["sameAs"] == "e1"
+    assert not verdicts["n5"]["offensive"]  # an insult is a whole word, not a part of one
 
 
 def test_review_swaps_the_ticks_of_a_wrong_capital_and_nothing_else() -> None:

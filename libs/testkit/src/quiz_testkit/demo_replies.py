@@ -426,7 +426,8 @@ _SPELLING: dict[str, str] = {
     "breething": "breathing",
     "growht": "growth",
 }
-_INSULTS = ("idiot", "stupid", "nul", "débile", "dumb", "moron", "con ")
+# Whole words only: "nul" hides "c'est nul", never "annuler".
+_INSULTS = re.compile(r"\b(idiot|idiote|stupide?|nulle?|débile|dumb|moron|con)\b", re.I)
 
 
 def _corrected(text: str) -> str:
@@ -451,8 +452,7 @@ def _poll(body: Mapping[str, Any], fallback: dict[str, Any]) -> tuple[Any, str]:
     hidden = corrected = 0
     for idea in ideas:
         typed = str(idea.get("text", ""))
-        low = f"{typed.lower()} "
-        offensive = "[student]" in low or any(w in low for w in _INSULTS)
+        offensive = "[student]" in typed or _INSULTS.search(typed) is not None
         correction = _corrected(typed)
         key = _fold(correction)
         same_as = None if offensive else by_meaning.get(key)
