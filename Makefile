@@ -19,6 +19,8 @@ env: .venv/.synced
 	@$(UV) sync --frozen --all-packages --compile-bytecode >&2
 	@touch $@
 
+# `make run DEMO=1`: without a key, the model is the test kit's stub answering canned replies for
+# the documented examples, labelled as such (README, "Demo mode").
 run: env
 	$(UV) run --no-sync python scripts/devrun.py
 

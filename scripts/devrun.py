@@ -7,12 +7,16 @@ Ctrl-C (or SIGTERM) stops every child; children also die with this process (PDEA
 One at a time per data dir (scripts/runinfo.py): a second `make run` refuses, naming the first's
 pid and URLs. The URLs it uses (a port taken moves to a free one; the table says why) are in
 `.data/urls` while it runs, read by `make -s url S=<service>` and every documented command.
+
+DEMO=1 without ANTHROPIC_API_KEY (`make run DEMO=1`): the test kit's stub in demo mode is one
+more child (`demo-stub`), the gateway's provider, answering canned replies labelled as such.
 """
 
 from __future__ import annotations
 
 import contextlib
 import ctypes
+import json
 import os
 import re
 import signal
@@ -234,6 +238,31 @@ def stop_all(procs: list[tuple[str, subprocess.Popen[bytes]]]) -> None:
                 p.wait()
 
 
+def start_demo_stub(env: dict[str, str], procs: list[tuple[str, subprocess.Popen[bytes]]]) -> str:
+    """`make run DEMO=1`: the test kit's model stub in demo mode as one more child, and the
+    gateway pointed at it with the model id `demo-canned-replies` for every purpose, so its logs
+    and /admin/availability say so too. Returns the line `make run` prints about it."""
+    from quiz_testkit.demo_replies import DEMO_LABEL, DEMO_MODEL
+    from quiz_testkit.nats_server import free_port as stub_port
+
+    port = stub_port()
+    argv = [sys.executable, "-m", "quiz_testkit.anthropic_stub", "--demo", "--port", str(port)]
+    procs.append(("demo-stub", start("demo-stub", argv, dict(os.environ), COLOURS[5])))
+    from quiz_contracts.llm import Purpose
+
+    env["ANTHROPIC_API_KEY"] = "demo"
+    env["ANTHROPIC_BASE_URL"] = f"http://127.0.0.1:{port}"
+    env["PURPOSE_MODELS"] = json.dumps({p.value: DEMO_MODEL for p in Purpose})
+    # Priced as Haiku: the daily cap and /admin/usage behave as with a model (a $0 price is
+    # refused: an unknown price is not free).
+    env["MODEL_PRICES"] = json.dumps({DEMO_MODEL: {"input": 1, "output": 5}})
+    return (
+        f"DEMO: no model is called. Every model reply is canned by the test kit's stub at "
+        f"{env['ANTHROPIC_BASE_URL']}\n      (model {DEMO_MODEL}; texts start with "
+        f'{DEMO_LABEL!r}; rules for the documented examples only, docs: README "Demo mode").'
+    )
+
+
 def main() -> int:
     DATA.mkdir(parents=True, exist_ok=True)
     lock = runinfo.Lock(DATA)
@@ -297,6 +326,12 @@ def main() -> int:
         env["NATS_CREDENTIALS_DIR"] = str(DATA / "nats-credentials")
     # The runner's state under .data too (root or not), so `make clean` takes it away.
     env.setdefault("RUNNER_STATE_DIR", str(DATA / "runner"))
+    # DEMO=1 (`make run DEMO=1`): canned replies instead of a model; a key set wins.
+    asked = os.environ.get("DEMO", "") not in ("", "0")
+    demo = asked and not env.get("ANTHROPIC_API_KEY")
+    demo_line = start_demo_stub(env, procs) if demo else ""
+    if asked and not demo:
+        demo_line = "DEMO=1 ignored: ANTHROPIC_API_KEY is set, the gateway calls that provider."
     # lesson-fix verifies people with a siteverify secret; without one, development runs it
     # with verification off (the service says so in its log and in /readyz).
     verification_off = not env.get("LESSON_FIX_VERIFY_SECRET")
@@ -361,6 +396,8 @@ def main() -> int:
                 "operators' (ops).\nOther users' passwords: .data/nats-credentials/<user>.password",
                 flush=True,
             )
+        if demo_line:
+            print(demo_line, flush=True)
         notes = [
             "Mint a dev token:  make token SUB=teacher-1 GRANTS='question:42=contributor:mcq:7'",
             "          lessons: make token SUB=author-1 GRANTS='lessons=contributor'",
@@ -373,6 +410,9 @@ def main() -> int:
             notes.append(f"The gateway calls models at {where} (ANTHROPIC_API_KEY is set).")
         if verification_off:
             notes.append("lesson-fix: human verification is OFF (LESSON_FIX_VERIFY_SECRET unset).")
+        if demo:
+            # The key is the demo's (the DEMO line above): no line about a provider's key holds.
+            notes = [n for n in notes if "ANTHROPIC_API_KEY" not in n]
         print("\n".join([*notes, "Ctrl-C stops everything.", ""]), flush=True)
         while not stopping.is_set():
             if (why := exited(procs, started=True)) is not None:
