@@ -12,7 +12,6 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-import nats
 import pytest
 from nats.aio.client import Client as NATS
 
@@ -33,7 +32,7 @@ from quiz_servicekit.llm import CALLER_CODES, LlmClient, LlmNotAnswered
 from quiz_servicekit.micro import MsgContext, endpoint
 from quiz_servicekit.settings import ServiceSettings
 from quiz_testkit.anthropic_stub import AnthropicStub, StubReply
-from quiz_testkit.nats_server import NatsServer
+from quiz_testkit.nats_server import NatsServer, nats_connect
 from quiz_testkit.processes import llm_gateway_process
 from quiz_testkit.serving import serve_app
 
@@ -245,7 +244,7 @@ async def test_a_nats_restart_mid_call_gets_the_paid_answer_once(
     try:
         with llm_gateway_process(server.url, anthropic_stub.base_url, gateway_dir):
             anthropic_stub.script(StubReply.slow(3, StubReply.text("the paid answer")))
-            nc = await nats.connect(server.url_for("editor-assist"), reconnect_time_wait=0.2)
+            nc = await nats_connect(server.url_for("editor-assist"), reconnect_time_wait=0.2)
             try:
                 client = LlmClient(nc)
                 pending = asyncio.create_task(

@@ -9,13 +9,12 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-import nats
 import pytest
 
 from quiz_poll.main import create_app
 from quiz_testkit.anthropic_stub import AnthropicStub, StubReply
 from quiz_testkit.jwt_keys import SigningKeys
-from quiz_testkit.nats_server import NatsServer
+from quiz_testkit.nats_server import NatsServer, nats_connect
 from quiz_testkit.processes import llm_gateway_process
 from quiz_testkit.serving import serve_app
 
@@ -35,7 +34,7 @@ async def test_a_batch_the_gateway_did_not_answer_is_retried_not_failed(
     stub.default = StubReply.callable(judge)
     server = NatsServer(tmp_path / "nats").start()
     gateway = llm_gateway_process(server.url, stub.base_url, tmp_path / "gateway").start()
-    nc = await nats.connect(server.url)
+    nc = await nats_connect(server.url)
     try:
         settings = poll_settings(server.url, signing_keys, f"sqlite:///{tmp_path / 'poll.db'}")
         async with serve_app(create_app(settings, clock=clock), settings) as url:
