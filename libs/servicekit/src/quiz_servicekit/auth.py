@@ -3,7 +3,7 @@
 Claims: `sub` (the person) and `grants`, e.g.
 `{"question:42": {"role": "contributor", "type": "mcq", "pool": "7"}}`.
 A missing grant answers 404 (invariant 6: what you may not reach does not exist for you);
-a missing, forged or expired token answers 401.
+a missing, forged, expired or oversized (over `MAX_TOKEN_BYTES`) token answers 401.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from fastapi import Request
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from quiz_contracts.errors import ContractError, ErrorCode
+from quiz_contracts.limits import MAX_TOKEN_BYTES
 
 ALGORITHMS = ["EdDSA", "ES256"]
 # A role reaches what every lower role reaches.
@@ -122,7 +123,15 @@ def _bearer(request: Request) -> str:
     scheme, _, token = header.partition(" ")
     if scheme.lower() != "bearer" or not token:
         raise ContractError(ErrorCode.unauthorized, "a Bearer token is required")
-    return token.strip()
+    token = token.strip()
+    if len(token) > MAX_TOKEN_BYTES:
+        # Refused unread: a token this long is no platform token, and decoding and verifying it
+        # (and a cache keyed by it, as the poll's) would cost in proportion.
+        raise ContractError(
+            ErrorCode.unauthorized,
+            f"invalid token: {len(token)} bytes long; at most {MAX_TOKEN_BYTES}",
+        )
+    return token
 
 
 def current_identity(request: Request) -> Identity:
