@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import time
 from collections.abc import AsyncIterator
 
 import httpx
@@ -40,6 +41,8 @@ ROUTE_MAX = 2_000  # one route's own maximum
 class Note(WireModel):
     text: str
     extra: object | None = None
+    count: int | None = None
+    flag: bool | None = None
 
 
 def edge_app(settings: ServiceSettings) -> FastAPI:
@@ -342,3 +345,44 @@ async def test_a_malformed_request_is_400_json(edge: str) -> None:
     status, body = status_and_body(await raw_exchange(edge, b"NOT HTTP AT ALL\r\n\r\n"))
     assert status.startswith(b"HTTP/1.1 400"), status
     assert body["code"] == "invalid_request"
+
+
+@pytest.mark.parametrize("claim", ["exp", "nbf", "iat"])
+async def test_a_token_time_written_as_text_is_refused(
+    edge: str, signing_keys: SigningKeys, claim: str
+) -> None:
+    """Issue 21 item 5: PyJWT reads int("…"), so `"exp": "4102444800"` passed as a time."""
+    valid_number = {"exp": int(time.time()) + 3600, "nbf": 0, "iat": int(time.time())}[claim]
+    token = signing_keys.mint(
+        "t1", {"note:1": {"role": "owner"}}, aud="quiz-platform", **{claim: str(valid_number)}
+    )
+    as_number = signing_keys.mint(
+        "t1", {"note:1": {"role": "owner"}}, aud="quiz-platform", **{claim: valid_number}
+    )
+    async with httpx.AsyncClient() as http:
+        refused = await http.post(
+            f"{edge}/notes/1", json={"text": "x"}, headers={"authorization": f"Bearer {token}"}
+        )
+        passed = await http.post(
+            f"{edge}/notes/1", json={"text": "x"}, headers={"authorization": f"Bearer {as_number}"}
+        )
+    body = assert_error(refused, 401, "unauthorized")
+    assert body["message"] == f"invalid token: the {claim} claim is not a number"
+    assert passed.status_code == 200, passed.text
+
+
+@pytest.mark.parametrize(
+    "body",
+    [{"text": "x", "count": "1"}, {"text": "x", "flag": "yes"}, {"text": "x", "flag": 1}],
+    ids=["int-as-text", "bool-as-text", "bool-as-number"],
+)
+async def test_wire_numbers_and_booleans_are_not_read_from_text_over_http_and_nats(
+    edge: str, token: str, nc: NATS, body: dict[str, object]
+) -> None:
+    async with httpx.AsyncClient() as http:
+        r = await http.post(
+            f"{edge}/notes/1", json=body, headers={"authorization": f"Bearer {token}"}
+        )
+    assert_error(r, 400, "invalid_request")
+    reply = await nc.request("kit.v1.edge", json.dumps(body).encode(), timeout=5)
+    assert reply.headers and reply.headers["Nats-Service-Error"] == "invalid_request"

@@ -3,7 +3,9 @@
 Claims: `sub` (the person) and `grants`, e.g.
 `{"question:42": {"role": "contributor", "type": "mcq", "pool": "7"}}`.
 A missing grant answers 404 (invariant 6: what you may not reach does not exist for you);
-a missing, forged, expired or oversized (over `MAX_TOKEN_BYTES`) token answers 401.
+a missing, forged, expired or oversized (over `MAX_TOKEN_BYTES`) token answers 401, and so
+does one whose `exp`, `nbf` or `iat` is not a JSON number (`"1700000000"` is refused, as the
+platform refuses it).
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ from quiz_contracts.errors import ContractError, ErrorCode
 from quiz_contracts.limits import MAX_TOKEN_BYTES
 
 ALGORITHMS = ["EdDSA", "ES256"]
+# Times in seconds since the epoch (RFC 7519 NumericDate): a JSON number, never text.
+NUMERIC_DATE_CLAIMS = ("exp", "nbf", "iat")
 # A role reaches what every lower role reaches.
 ROLE_RANK = {"viewer": 1, "contributor": 2, "owner": 3}
 
@@ -92,12 +96,23 @@ class JwtVerifier:
                     "verify_iss": self._issuer is not None,
                 },
             )
+            for claim in NUMERIC_DATE_CLAIMS:
+                if claim in claims and not _is_json_number(claims[claim]):
+                    # PyJWT reads int("1700000000"); the platform's JWT library, as RFC 7519's
+                    # NumericDate, takes a JSON number only.
+                    raise ContractError(
+                        ErrorCode.unauthorized, f"invalid token: the {claim} claim is not a number"
+                    )
             return Identity.model_validate(
                 {"sub": claims["sub"], "grants": claims.get("grants") or {}}
             )
         except (jwt.PyJWTError, ValidationError, ValueError) as e:
             # Said in our words: PyJWT's and pydantic's messages may quote the claims.
             raise ContractError(ErrorCode.unauthorized, _why_refused(e)) from None
+
+
+def _is_json_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def _why_refused(e: Exception) -> str:
