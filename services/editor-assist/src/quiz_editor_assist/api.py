@@ -40,7 +40,9 @@ def generate_router(generate_service: ServiceRef[GenerateService]) -> APIRouter:
             422: _error(
                 "generate_unsupported (a type or item without a wand), statement_empty, "
                 "item_not_empty, limit_exceeded (a statement over 20,000 characters, a draft "
-                "larger than its type allows, or one too large for the message bus)"
+                "larger than its type allows, or one too large for the message bus), "
+                "draft_invalid (a draft that does not read as the grant's type: "
+                "details.problems)"
             ),
             429: _error("llm_budget_exhausted, rate_limited (with Retry-After)"),
             502: _error("llm_failed"),

@@ -174,6 +174,27 @@ async def test_a_draft_over_its_types_budget_costs_nothing(
     assert stub.requests == []
 
 
+async def test_a_draft_that_does_not_read_as_the_grants_type_is_draft_invalid(
+    wand: str, stub: AnthropicStub, signing_keys: SigningKeys
+) -> None:
+    """Issue 22 item 5: both answered 200 — a hybrid mcq+short config, or the draft unchanged."""
+    # An mcq draft under a grant of type short.
+    r = await post_generate(wand, teacher_token(signing_keys, "short"), {"config": MCQ_DRAFT})
+    assert (r.status_code, r.json()["code"]) == (422, "draft_invalid"), r.text
+    assert "configVersion: Input should be 3" in r.json()["message"]
+    assert {"path": "configVersion", "message": "Input should be 3"} in r.json()["details"][
+        "problems"
+    ]
+    # An mcq draft whose choices are not a list.
+    oops = {**MCQ_DRAFT, "choices": "oops"}
+    r = await post_generate(wand, teacher_token(signing_keys, "mcq"), {"config": oops})
+    assert (r.status_code, r.json()["code"]) == (422, "draft_invalid"), r.text
+    assert r.json()["details"]["problems"] == [
+        {"path": "choices", "message": "Input should be a valid list"}
+    ]
+    assert stub.requests == []  # refused before the model is paid
+
+
 async def test_a_valid_draft_too_large_for_the_nats_hop_is_a_contract_error(
     stub: AnthropicStub, signing_keys: SigningKeys, tmp_path: Path
 ) -> None:
