@@ -100,6 +100,9 @@ log = logging.getLogger(__name__)
 Clock = Callable[[], float]
 # Answers written in one transaction at most (a burst of a lecture hall's phones).
 ANSWER_BATCH_MAX = 256
+# How long an AI pass job is offered to its stream (same Nats-Msg-Id) before the pass runs on
+# this replica: longer than a replicated stream takes to elect a new leader (a few seconds).
+AI_JOB_QUEUE_S = 20.0
 AUDIENCES = ("wall", "phone", "board")
 
 
@@ -732,12 +735,29 @@ class PollService:
         if self.js is None:
             self._spawn(self.run_ai_job(job))
             return True
-        try:
-            await publish(self.js, subjects.POLL_AI_JOBS, job, msg_id=f"{evaluation_id}:{now!r}")
-        except ContractError as e:  # no stream (JetStream down): the pass runs here
-            log.warning("poll %s: AI job not queued (%s); running it here", evaluation_id, e)
-            self._spawn(self.run_ai_job(job))
-        return True
+        msg_id = f"{evaluation_id}:{now!r}"
+        loop = asyncio.get_running_loop()
+        give_up = loop.time() + AI_JOB_QUEUE_S
+        pause = 0.25
+        while True:
+            try:
+                await publish(self.js, subjects.POLL_AI_JOBS, job, msg_id=msg_id)
+                return True
+            except ContractError as e:
+                # A refused or unanswered publish may still have been stored (a stream electing
+                # a new leader, its ack lost): running the pass here at once would then run it
+                # twice under one lease, two batches, two paid calls (the chaos suite saw it).
+                # The same Nats-Msg-Id again is stored at most once (the duplicate window), so
+                # ask again until the stream answers; only a stream gone for AI_JOB_QUEUE_S
+                # leaves the pass to this replica.
+                if loop.time() + pause > give_up:
+                    log.warning(
+                        "poll %s: AI job not queued (%s); running it here", evaluation_id, e
+                    )
+                    self._spawn(self.run_ai_job(job))
+                    return True
+                await asyncio.sleep(pause)
+                pause = min(2.0, pause * 2)
 
     async def run_ai_job(self, job: PollAiJob, *, retry: bool = False) -> None:
         """The `poll.v1.ai.jobs` job: at its due time, the pass under the job's lease.
