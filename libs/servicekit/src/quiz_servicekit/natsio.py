@@ -78,6 +78,19 @@ async def connect_nats(url: str, name: str, **auth: Any) -> NATS:
     )
 
 
+class NotAnswered(ContractError):
+    """No reply came to a request: nobody answers its subject, or no reply in time.
+
+    `delivered`: False for no responders (nobody received the request: sending it again is
+    always safe), True for a timeout (a responder may have handled it and its reply been lost).
+    A ContractError with the code `request` documents (`unavailable_code` or `timeout`).
+    """
+
+    def __init__(self, code: ErrorCode, message: str, *, delivered: bool) -> None:
+        super().__init__(code, message)
+        self.delivered = delivered
+
+
 def error_from_reply(headers: dict[str, str] | None, data: bytes) -> ContractError | None:
     """The ContractError an error reply carries, or None for a successful reply."""
     if not headers or ERROR_HEADER not in headers:
@@ -101,8 +114,9 @@ async def request(
 ) -> T:
     """Request/reply with a deadline; every failure is a ContractError.
 
-    No responders → `unavailable_code`; no answer in time → `timeout`; a payload over the
-    connection's max_payload → `payload_too_large` (nothing is sent); an error reply → its code.
+    No responders → `unavailable_code`; no answer in time → `timeout` (both a `NotAnswered`);
+    a payload over the connection's max_payload → `payload_too_large` (nothing is sent); an
+    error reply → its code.
     """
     tracer = trace.get_tracer("quiz_servicekit.nats")
     with tracer.start_as_current_span(
@@ -121,11 +135,13 @@ async def request(
             ) from e
         except NoRespondersError as e:
             span.set_status(Status(StatusCode.ERROR, "no responders"))
-            raise ContractError(unavailable_code, f"no service answers on {subject}") from e
+            raise NotAnswered(
+                unavailable_code, f"no service answers on {subject}", delivered=False
+            ) from e
         except NatsTimeoutError as e:
             span.set_status(Status(StatusCode.ERROR, "timeout"))
-            raise ContractError(
-                ErrorCode.timeout, f"{subject} did not answer within {timeout:g} s"
+            raise NotAnswered(
+                ErrorCode.timeout, f"{subject} did not answer within {timeout:g} s", delivered=True
             ) from e
         error = error_from_reply(msg.headers, msg.data)
         if error is not None:
