@@ -60,7 +60,7 @@ from quiz_poll.domain.tally import tally_from_answers
 from quiz_poll.domain.views import frames, snapshot
 from quiz_servicekit.natsio import request
 from quiz_testkit.jwt_keys import SigningKeys
-from quiz_testkit.nats_server import NatsServer
+from quiz_testkit.nats_server import NatsServer, nats_connect
 from quiz_testkit.processes import ServiceProcess
 
 NOW = datetime(2026, 10, 20, 9, 0, tzinfo=UTC)
@@ -497,7 +497,7 @@ async def service_benches(args: argparse.Namespace) -> None:
     }
     try:
         with ServiceProcess("quiz_poll.main", env, work / "poll.log") as proc:
-            nc = await nats.connect(server.url)
+            nc = await nats_connect(server.url)
             try:
                 if args.only in (None, "http"):
                     await http_bench(args, proc.port, nc, keys)

@@ -30,12 +30,20 @@ ROOT = Path(__file__).resolve().parent.parent
 async def open_poll(nats_url: str, body: dict[str, object]) -> dict[str, object]:
     import nats
 
+    from quiz_servicekit.natsio import inbox_prefix_for
+
     async def quiet(_: Exception) -> None:
         pass  # the one failure is reported by main
 
     # No reconnect: a refused connection (wrong port, no credentials) fails at once.
     nc = await nats.connect(
-        nats_url, connect_timeout=3, allow_reconnect=False, max_reconnect_attempts=0, error_cb=quiet
+        nats_url,
+        connect_timeout=3,
+        allow_reconnect=False,
+        max_reconnect_attempts=0,
+        error_cb=quiet,
+        # The platform's own reply prefix: the locked bus lets it read no other inbox.
+        inbox_prefix=inbox_prefix_for(nats_url),
     )
     try:
         msg = await nc.request("poll.v1.open", json.dumps(body).encode(), timeout=10)

@@ -39,6 +39,8 @@ from nats.js import JetStreamContext, api
 from nats.js.errors import APIError, NotFoundError
 from pydantic import BaseModel
 
+from quiz_servicekit.natsio import inbox_prefix_for
+
 DEAD_LETTER_STREAM = "DLQ"
 DEAD_LETTER_PREFIX = "dlq"
 ADVISORY_STREAM = "DLQ_ADVISORIES"
@@ -350,7 +352,7 @@ def _print_letter(letter: DeadLetter, *, full: bool) -> None:
 
 
 async def _cli(args: argparse.Namespace) -> int:
-    nc = await nats.connect(args.nats_url)
+    nc = await nats.connect(args.nats_url, inbox_prefix=inbox_prefix_for(args.nats_url))
     try:
         js = nc.jetstream()
         if args.command == "list":

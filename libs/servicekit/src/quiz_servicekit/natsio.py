@@ -6,6 +6,7 @@ import logging
 import ssl
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
+from urllib.parse import urlsplit
 
 import nats
 from nats.aio.client import Client as NATS
@@ -16,6 +17,7 @@ from opentelemetry import trace
 from opentelemetry.trace import SpanKind, Status, StatusCode
 from pydantic import BaseModel, ValidationError
 
+from quiz_contracts.bus import inbox_prefix
 from quiz_contracts.errors import ContractError, ErrorBody, ErrorCode
 from quiz_servicekit.telemetry import inject_headers
 
@@ -50,10 +52,27 @@ def nats_auth(settings: ServiceSettings, name: str) -> dict[str, Any]:
     return auth
 
 
+def inbox_prefix_for(url: str, user: str | None = None) -> str:
+    """The reply prefix of a connection as `user`, else as the user of `url`'s credentials
+    (`nats://user:password@host`, the first server of a comma-separated list that has them):
+    `_INBOX_<user>`, the only inbox the locked bus lets that user read (quiz_contracts.bus).
+    nats-py's default `_INBOX` for a connection with no user (the open bus; a token is never
+    a user name, nor put in a subject).
+    """
+    if user is None:
+        for server in (s.strip() for s in url.split(",")):
+            parts = urlsplit(server if "://" in server else "nats://" + server)
+            if parts.username and parts.password is not None:
+                user = parts.username
+                break
+    return inbox_prefix(user) if user else "_INBOX"
+
+
 async def connect_nats(url: str, name: str, **auth: Any) -> NATS:
     """Connect with unbounded reconnects: a broker restart must not kill the service.
 
-    `auth`: `user`/`password`/`tls` keywords of `nats.connect` (see `nats_auth`).
+    `auth`: `user`/`password`/`tls` keywords of `nats.connect` (see `nats_auth`). Replies
+    arrive under the user's own prefix (`inbox_prefix_for`): the locked bus refuses any other.
     """
 
     async def on_error(e: Exception) -> None:
@@ -74,6 +93,7 @@ async def connect_nats(url: str, name: str, **auth: Any) -> NATS:
         error_cb=on_error,
         disconnected_cb=on_disconnect,
         reconnected_cb=on_reconnect,
+        inbox_prefix=inbox_prefix_for(url, auth.get("user")),
         **auth,
     )
 

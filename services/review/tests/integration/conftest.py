@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import nats
 import pytest
 from nats.aio.client import Client as NATS
 
@@ -24,7 +23,7 @@ from quiz_review.main import create_app
 from quiz_review.service import ReviewService
 from quiz_testkit.anthropic_stub import AnthropicStub
 from quiz_testkit.jwt_keys import SigningKeys
-from quiz_testkit.nats_server import NatsServer
+from quiz_testkit.nats_server import NatsServer, nats_connect
 from quiz_testkit.processes import ServiceProcess, llm_gateway_process
 from quiz_testkit.serving import serve_app
 
@@ -232,7 +231,7 @@ async def running_review(
     clock = clock or Clock()
     settings = review_settings(nats_url, keys, database_url, **extra)
     app = create_app(settings, clock=clock)
-    nc = await nats.connect(nats_url)
+    nc = await nats_connect(nats_url)
     try:
         async with serve_app(app, settings) as url:
             yield Review(url, app.state.review, nats_url, keys, clock, nc)
