@@ -29,6 +29,7 @@ import nats
 import pytest
 from nats.aio.client import Client as NATS
 
+from quiz_contracts.bus import inbox_prefix
 from quiz_testkit.anthropic_stub import AnthropicStub
 from quiz_testkit.databases import PG_HOST, PG_PORT, postgres_available, postgres_database
 from quiz_testkit.jwt_keys import SigningKeys
@@ -212,9 +213,18 @@ class ChaosSystem:
 
     async def connect(self, user: str) -> NATS:
         """A client of the cluster as bus user `user`, reconnecting for ever (as a service)."""
+
+        async def quiet(_: Exception) -> None:
+            # A node gone is the scenario: nats-py would log each refused reconnect with its
+            # traceback, burying the figures in CI's log.
+            return None
+
         return await nats.connect(
+            error_cb=quiet,
             servers=self.cluster.urls_for(user),
             name=f"chaos-{user}",
+            # The locked bus delivers a user's replies under its own prefix only.
+            inbox_prefix=inbox_prefix(user),
             max_reconnect_attempts=-1,
             reconnect_time_wait=0.5,
             connect_timeout=5,
