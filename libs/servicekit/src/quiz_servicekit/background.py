@@ -63,8 +63,9 @@ class BackgroundWork:
     def has_consumers(self) -> bool:
         return bool(self.jetstream.consumers)
 
-    async def start(self, nc: NATS) -> None:
-        await self.jetstream.start(nc)
+    async def start(self, nc: NATS, *, replicas: int = 1) -> None:
+        """Declare and start everything; `replicas`: NATS_STREAM_REPLICAS of the streams."""
+        await self.jetstream.start(nc, replicas=replicas)
         for task in self.periodic:
             task.start()
 
