@@ -462,6 +462,10 @@ class DirectCall:
     final_error: str | None = None
 
 
+class ConnectionLost(Exception):
+    """The caller's connection dropped while its request was out."""
+
+
 class DirectLoad:
     """`llm.v1.complete` as a caller that retries a retryable error with the same request id."""
 
@@ -485,9 +489,14 @@ class DirectLoad:
         )
         while True:
             try:
-                await request(self.nc, subjects.LLM_COMPLETE, req, CompleteReply, timeout=25)
+                await self._send(req)
                 c.answered = now()
                 return c
+            except ConnectionLost:
+                # Our node went (a NATS restart): the reply may be lost; asked again at once,
+                # same id, as quiz_servicekit.llm.LlmClient does.
+                c.errors.append((now(), "transport:connection lost"))
+                continue
             except ContractError as e:
                 c.errors.append((now(), e.code.value))
                 if e.code not in RETRYABLE:
@@ -501,6 +510,25 @@ class DirectLoad:
                 c.final_error = c.errors[-1][1]
                 return c
             await asyncio.sleep(min(wait, 5.0))
+
+    async def _send(self, req: CompleteRequest) -> CompleteReply:
+        """One send; ConnectionLost when our connection drops or reconnects before the reply."""
+        reconnects = self.nc.stats["reconnects"]
+        sent = asyncio.ensure_future(
+            request(self.nc, subjects.LLM_COMPLETE, req, CompleteReply, timeout=25)
+        )
+        try:
+            while True:
+                done, _ = await asyncio.wait({sent}, timeout=0.1)
+                if done:
+                    return sent.result()
+                if not self.nc.is_connected or self.nc.stats["reconnects"] != reconnects:
+                    raise ConnectionLost
+        finally:
+            if not sent.done():
+                sent.cancel()
+                with contextlib.suppress(asyncio.CancelledError, ContractError):
+                    await sent
 
     def error_codes(self, since: float = 0.0, until: float = float("inf")) -> dict[str, int]:
         counts: dict[str, int] = {}

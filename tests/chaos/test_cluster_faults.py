@@ -243,9 +243,13 @@ async def test_c_review_replica_and_poll_lease_holder_killed_mid_call(
         f"(c) killed review-{victim.index} with {len(held_reviews)} review call(s) at the "
         f"model, poll-{poll_victim.index} with {len(held_texts)} idea(s) at the model"
     )
-    # What a Deployment does: a new pod for each (its own directory, the same databases).
-    await asyncio.gather(chaos.start("review"), chaos.start("poll"))
-    await probes(chaos, max(review_killed, poll_killed), figures, "c")
+    # What a Deployment does: a new pod for each (its own directory, the same databases),
+    # while the work goes on on the replicas left.
+    await asyncio.gather(
+        chaos.start("review"),
+        chaos.start("poll"),
+        probes(chaos, max(review_killed, poll_killed), figures, "c"),
+    )
 
     held_items = [review.items[n] for n in held_reviews if n in review.items]
     held_ideas = [i for i in poll.ideas.values() if i.text in held_texts]
@@ -329,9 +333,9 @@ async def test_d_gateway_database_unreachable_and_a_gateway_killed_during_it(
         dict(codes) or "none",
         all(c in {r.value for r in RETRYABLE} or c.startswith("transport:") for c in codes),
     )
-    # A fresh replica in the killed one's place: a new pod, without that pod's volume.
-    await chaos.start("llm-gateway")
-    await probes(chaos, back_at, figures, "d")
+    # A fresh replica in the killed one's place (a new pod, without that pod's volume), while
+    # the work goes on on the replica left.
+    await asyncio.gather(chaos.start("llm-gateway"), probes(chaos, back_at, figures, "d"))
     figures.verify()
 
 
