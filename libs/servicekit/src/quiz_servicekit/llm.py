@@ -76,11 +76,14 @@ class _ConnectionLost(Exception):
     """Our connection dropped while a call was in flight: its reply may have been lost."""
 
 
-def with_deadline_at(call: CompleteRequest) -> CompleteRequest:
-    """`call` stamped with its absolute deadline (now + deadline_s, or an earlier one it
-    carries): the gateway starts no provider request past it, however late the message reaches
-    it. Stamp each send (a retry gets a deadline of its own)."""
+def with_deadline_at(call: CompleteRequest, wait_s: float | None = None) -> CompleteRequest:
+    """`call` stamped with its absolute deadline: now + deadline_s, or + `wait_s` when this
+    send is waited for less (a repeat), or an earlier one the call carries. The gateway starts
+    no provider request past it, however late the message reaches it. Stamp each send: a
+    repeat of a request id gets a deadline of its own."""
     left = call.deadline_s or GATEWAY_DEFAULT_DEADLINE_S
+    if wait_s is not None:
+        left = min(left, wait_s)
     at = datetime.now(UTC) + timedelta(seconds=left)
     if call.deadline_at is not None and call.deadline_at < at:
         return call

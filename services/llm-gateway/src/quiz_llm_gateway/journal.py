@@ -30,6 +30,7 @@ from typing import IO
 
 from pydantic import ValidationError
 
+from quiz_contracts.errors import ContractError, ErrorCode
 from quiz_contracts.llm_journal import JournalEntry, JournalHold, JournalLedgerRow
 from quiz_llm_gateway.repository import Held, LedgerRow, is_outage
 
@@ -87,10 +88,12 @@ def transient(error: BaseException) -> bool:
     Anything else (a bug, an entry the database refuses for good) skips that entry, kept for
     an operator, and the replay goes on: one bad entry never holds the others back.
     """
+    if isinstance(error, ContractError):  # the kit's JetStream publish: NATS away, no stream
+        return error.code in (ErrorCode.unavailable, ErrorCode.timeout)
     return (
         is_outage(error)
         or isinstance(error, TimeoutError | OSError | ConnectionError)
-        or (type(error).__module__.startswith("nats."))
+        or type(error).__module__.startswith("nats.")
     )
 
 

@@ -17,6 +17,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import nats
 import pytest
 from nats.aio.client import Client as NATS
 from prometheus_client import CollectorRegistry
@@ -347,3 +348,62 @@ async def test_a_reply_journaled_longer_than_its_claim_lives_is_not_paid_again(
                 await gateway.close()
             db.close()
             await provider.close()
+
+
+def gauge(gateway: Gateway) -> float:
+    """The replica's quiz_llm_gateway_settle_journal_pending."""
+    return gateway.metrics.journal_pending.collect()[0].samples[0].value
+
+
+async def test_with_jetstream_away_too_the_local_file_keeps_the_settle(
+    migrated_url: str,
+    anthropic_stub: AnthropicStub,
+    tmp_path: Path,
+    outage: Outage,
+    nats_url: str,
+    nc: NATS,
+) -> None:
+    """Issue 20, item 4: the database and NATS both away: the settle goes to the local file
+    (the last resort), the caller gets its reply; NATS back, the sweep moves it to the
+    JetStream journal (durable beyond this disk); the database back, it is written."""
+    await ensure_stream(nc.jetstream(), JOURNAL_STREAM)
+    lost = await nats.connect(nats_url)
+    stream = StreamJournal(lost.jetstream(), timeout_s=1)
+    url = await outage.gateway_url()
+    journal = tmp_path / "journal"
+    gateway, db, provider = build_gateway(url, anthropic_stub, journal, busy_ms=300, stream=stream)
+    try:
+        await gateway.sweep()  # knows its database
+        subject = stream.subject
+        anthropic_stub.script(StubReply.slow(0.5, StubReply.tool({"findings": []})))
+        call = asyncio.create_task(gateway.complete(request()))
+        for _ in range(500):
+            if anthropic_stub.requests:
+                break
+            await asyncio.sleep(0.01)
+        await outage.begin()
+        await lost.close()  # NATS is away too
+        reply = await call
+        [entry] = entries_of(journal)
+        assert entry.row is not None and entry.row.call_id == reply.call_id
+
+        stream.js = nc.jetstream()  # NATS is back, the database still away
+        with contextlib.suppress(Exception):
+            await gateway.sweep()
+        assert entries_of(journal) == []
+        info = await nc.jetstream().stream_info(JOURNAL_STREAM.name, subjects_filter=subject)
+        assert sum((info.state.subjects or {}).values()) == 1
+        assert gauge(gateway) == 1
+
+        await outage.resume()
+        await gateway.sweep()
+        [row] = await gateway.repo.ledger_rows(call_id=reply.call_id)
+        assert row["outcome"] == "ok"
+        totals = await gateway.repo.day_totals(gateway.today())
+        assert totals is not None and totals.reserved_micros == 0
+        assert totals.spent_micros == row["cost_micros"]
+        assert gauge(gateway) == 0
+    finally:
+        await gateway.close()
+        db.close()
+        await provider.close()

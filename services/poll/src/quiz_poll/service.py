@@ -82,7 +82,7 @@ from quiz_poll.domain.views import (
     needs_frame,
     snapshot,
 )
-from quiz_poll.live import Coalescer, Subscriber, sse_event
+from quiz_poll.live import Coalescer, StreamQuota, Subscriber, sse_event
 from quiz_poll.metrics import PollMetrics
 from quiz_poll.repository import (
     AiRunRow,
@@ -200,6 +200,8 @@ class PollService:
         ai_job_delay_s: float = 3.0,
         ai_deadline_s: float = 60.0,
         availability_ttl_s: float = 5.0,
+        sse_per_participant: int = 4,
+        sse_per_token: int = 8,
         clock: Clock = time.time,
     ) -> None:
         self.repo = repo
@@ -213,6 +215,8 @@ class PollService:
         self.availability_ttl_s = availability_ttl_s
         self.clock = clock
         self._polls: dict[str, LivePoll] = {}
+        # Open SSE streams per participant and per token (the routes acquire, 429 past a cap).
+        self.stream_quota = StreamQuota(sse_per_participant, sse_per_token)
         self._loading: dict[str, asyncio.Future[LivePoll | None]] = {}
         self._reloading: set[str] = set()
         self._coalescer = Coalescer(self._flush, frame_interval_s)
@@ -583,7 +587,7 @@ class PollService:
             )
         async with live.lock:
             live = self._polls[evaluation_id]  # a reload may have replaced it meanwhile
-            result = apply_idea_action(live.tally.marks, change)
+            result = apply_idea_action(live.tally.marks, change, live.tally.spellings)
             record = {
                 "change": result.audit.change,
                 "before": {
@@ -687,10 +691,13 @@ class PollService:
         return live, sub
 
     def unsubscribe(self, live: LivePoll, audience: str, sub: Subscriber) -> None:
+        """Stop sending to `sub`; a second call for the same subscriber does nothing."""
         # The live poll may have been replaced by a reload: its subscriber sets were kept.
         current = self._polls.get(live.row.evaluation_id, live)
-        current.subscribers[audience].discard(sub)
-        self.metrics.sse_clients.labels(audience).dec()
+        subscribers = current.subscribers[audience]
+        if sub in subscribers:
+            subscribers.discard(sub)
+            self.metrics.sse_clients.labels(audience).dec()
 
     # --- AI ------------------------------------------------------------------------------------
 
@@ -801,7 +808,7 @@ class PollService:
             async with live.lock:
                 # Read again (the poll held now): what the teacher did meanwhile counts.
                 current = self._polls[evaluation_id].tally.marks
-                proposed = apply_ai_verdicts(current, verdicts, call.judged, call.known)
+                proposed = apply_ai_verdicts(current, verdicts, call.judged, call.known, call.texts)
                 written, version = await self.repo.write_ai_marks(
                     evaluation_id, marks_to_write(proposed, current), self.clock()
                 )
