@@ -86,8 +86,13 @@ def stream_api(stream: str) -> tuple[str, ...]:
 JS_ACCOUNT_READ = ("$JS.API.INFO", "$JS.API.STREAM.NAMES")
 
 USERS: tuple[BusUser, ...] = (
-    # Answers its three subjects; calls nothing on the bus (its settle journal is a file).
-    BusUser("llm-gateway", subscribe=("llm.v1.>",)),
+    # Answers its three subjects; its settle journal is the stream LLM_JOURNAL (issue 20).
+    BusUser(
+        "llm-gateway",
+        publish=(s.llm_journal_filter(),),
+        subscribe=("llm.v1.>",),
+        streams=(s.LLM_JOURNAL_STREAM,),
+    ),
     BusUser("runner", subscribe=("runner.v1.>",)),
     BusUser(
         "editor-assist",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import date
+from datetime import date, datetime
 from decimal import Decimal
 from enum import StrEnum
 from typing import Annotated, Any, Literal
@@ -74,6 +74,15 @@ class CompleteRequest(WireModel):
     )
     deadline_s: float | None = Field(
         default=None, gt=0, le=600, description="The caller's deadline; retries stop before it."
+    )
+    deadline_at: datetime | None = Field(
+        default=None,
+        description=(
+            "The caller's absolute deadline (UTC; clocks kept by NTP): no provider request "
+            "starts after it, even when the message reached the gateway late (a paused or "
+            "backlogged replica). The gateway's deadline is the earlier of this and its receipt "
+            "plus deadline_s. quiz_servicekit.llm.LlmClient sets it from deadline_s."
+        ),
     )
 
     @property

@@ -7,6 +7,25 @@ LLM_COMPLETE = "llm.v1.complete"
 LLM_AVAILABILITY = "llm.v1.availability"
 LLM_USAGE = "llm.v1.usage"
 
+# llm-gateway's settle journal (quiz_contracts.llm_journal): a JetStream stream of the paid
+# calls' writes its database did not take, replayed by any replica. One subject per gateway
+# database (`llm.v1.journal.<database id>`): a replica replays only its own database's entries.
+LLM_PREFIX = "llm.v1"
+LLM_JOURNAL_STREAM = "LLM_JOURNAL"
+
+
+def llm_journal_subject(database_id: str) -> str:
+    """`llm.v1.journal.<database id>`; ValueError for an id that is not one subject token."""
+    if not database_id or any(c in database_id for c in ".*> \t\r\n"):
+        raise ValueError(f"not a subject token: {database_id!r}")
+    return f"{LLM_PREFIX}.journal.{database_id}"
+
+
+def llm_journal_filter() -> str:
+    """Every database's journal subject: `llm.v1.journal.*` (the stream's subjects)."""
+    return f"{LLM_PREFIX}.journal.*"
+
+
 # runner (micro service "runner").
 RUNNER_RUN = "runner.v1.run"
 

@@ -7,12 +7,14 @@ Every service that calls a model goes through it, so each sees the gateway the s
   `rate_limited`, `llm_failed`. Anything else (no gateway, a timeout, a reply we cannot read,
   a request the gateway refused) is `llm_failed`: our fault upstream, not the person's. One
   exception: a request too large for the bus is the person's input, `payload_too_large` (413).
+- `complete` stamps the call's absolute deadline (`deadline_at`, from `deadline_s`): a gateway
+  that gets the message after it (paused, backlogged) makes no provider request for it.
 - `availability` fails closed: when the gateway cannot be asked, no model can be called.
 """
 
 from __future__ import annotations
 
-from datetime import date
+from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 
 from nats.aio.client import Client as NATS
@@ -43,6 +45,20 @@ CALLER_CODES = frozenset(
 GATEWAY_DEFAULT_DEADLINE_S = 60.0
 
 
+def with_deadline_at(call: CompleteRequest, wait_s: float | None = None) -> CompleteRequest:
+    """`call` stamped with its absolute deadline: now + deadline_s, or + `wait_s` when this
+    send is waited for less (a repeat), or an earlier one the call carries. The gateway starts
+    no provider request past it, however late the message reaches it. Stamp each send: a
+    repeat of a request id gets a deadline of its own."""
+    left = call.deadline_s or GATEWAY_DEFAULT_DEADLINE_S
+    if wait_s is not None:
+        left = min(left, wait_s)
+    at = datetime.now(UTC) + timedelta(seconds=left)
+    if call.deadline_at is not None and call.deadline_at < at:
+        return call
+    return call.model_copy(update={"deadline_at": at})
+
+
 class LlmClient:
     """The llm-gateway seen from a service: typed calls, the caller-facing error codes."""
 
@@ -64,7 +80,7 @@ class LlmClient:
             return await request(
                 self._nc,
                 subjects.LLM_COMPLETE,
-                call,
+                with_deadline_at(call),
                 CompleteReply,
                 timeout=deadline + self.deadline_margin_s,
                 unavailable_code=ErrorCode.llm_failed,

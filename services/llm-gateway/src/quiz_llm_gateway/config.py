@@ -112,6 +112,19 @@ class Settings(ServiceSettings):
     settle_timeout_s: float = Field(
         default=5.0, gt=0, description="A settle the database has not taken by then is journaled."
     )
+    journal_publish_timeout_s: float = Field(
+        default=3.0,
+        gt=0,
+        description=(
+            "A journal entry JetStream has not acknowledged by then goes to the local journal "
+            "file instead."
+        ),
+    )
+    outage_retry_after_s: float = Field(
+        default=2.0,
+        gt=0,
+        description="The retry_after_s of `unavailable` while the database cannot be reached.",
+    )
 
     def journal_dir(self) -> str:
         """Where the settle journal lives."""

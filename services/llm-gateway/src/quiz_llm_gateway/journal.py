@@ -1,15 +1,18 @@
-"""A local write-ahead journal of settles the database did not take (issue 10, item 3).
+"""The local write-ahead journal: the last resort of settles nothing else took (issues 10, 20).
 
-When a settle cannot be written (the database refuses connections, is locked, or does not
-answer within `settle_timeout_s`), its hold and ledger row are appended to this process's
-journal file and fsync'ed *before* the caller gets its reply: a paid call is never only in
-memory. The sweep (every `sweep_interval_s`, at start and at stop) replays every journal in
-the directory — this process's own, and those of processes that are gone (a dead process's
-`flock` is released by the OS) — and drops what the database took. The replay is safe to
-repeat: settle is idempotent on (call_id, attempt) (migration 0003).
+A settle (or a paid call's stored reply) the database does not take within `settle_timeout_s`
+goes to the JetStream journal (`stream_journal.py`), which any replica replays; only when
+JetStream does not take it either (NATS away too) is it appended to this process's journal
+file and fsync'ed — still *before* the caller gets its reply: a paid call is never only in
+memory. The sweep (every `sweep_interval_s`, at start and at stop) replays every journal file
+in the directory — this process's own, and those of processes that are gone (a dead process's
+`flock` is released by the OS) — into the database, or into the JetStream journal when only
+that is back, and drops what was taken. The replay is safe to repeat: settle is idempotent on
+(call_id, attempt) (migration 0003), a stored reply on (key, call_id).
 
-Files: `<dir>/settle-<random>.jsonl` (one JSON object a line: the hold and the ledger row, no
-prompt text) and its `.lock`, held with `flock` while the process lives.
+Files: `<dir>/settle-<random>.jsonl` (one `quiz_contracts.llm_journal.JournalEntry` a line: a
+hold and ledger row, or a stored reply; no prompt text) and its `.lock`, held with `flock`
+while the process lives. Lines of the issue-10 format (`{"held", "row"}`) read the same.
 """
 
 from __future__ import annotations
@@ -17,46 +20,81 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import fcntl
-import json
 import logging
 import os
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import asdict
-from datetime import date, datetime
 from pathlib import Path
 from typing import IO
 
-from quiz_llm_gateway.repository import Held, LedgerRow
+from pydantic import ValidationError
+
+from quiz_contracts.errors import ContractError, ErrorCode
+from quiz_contracts.llm_journal import JournalEntry, JournalHold, JournalLedgerRow
+from quiz_llm_gateway.repository import Held, LedgerRow, is_outage
 
 log = logging.getLogger(__name__)
-Entry = tuple[Held | None, LedgerRow]
+Apply = Callable[[JournalEntry], Awaitable[None]]
 
 
-def encode(held: Held | None, row: LedgerRow) -> str:
-    """One journal line."""
-    r = asdict(row)
-    r["at"] = row.at.isoformat()
-    r["day"] = row.day.isoformat()
-    h = None
+def settle_entry(held: Held | None, row: LedgerRow) -> JournalEntry:
+    """The journal entry of a settle."""
+    hold = None
     if held is not None:
-        h = {"id": held.id, "day": held.day.isoformat(), "amount_micros": held.amount_micros}
-    return json.dumps({"held": h, "row": r}, separators=(",", ":")) + "\n"
+        hold = JournalHold(id=held.id, day=held.day, amount_micros=held.amount_micros)
+    return JournalEntry(held=hold, row=JournalLedgerRow(**asdict(row)))
 
 
-def decode(line: str) -> Entry:
-    """The hold and row of a journal line."""
-    data = json.loads(line)
-    r = data["row"]
-    r["at"] = datetime.fromisoformat(r["at"])
-    r["day"] = date.fromisoformat(r["day"])
-    h = data["held"]
-    held = Held(h["id"], date.fromisoformat(h["day"]), int(h["amount_micros"])) if h else None
-    return held, LedgerRow(**r)
+def settle_of(entry: JournalEntry) -> tuple[Held | None, LedgerRow]:
+    """The hold and ledger row of a settle entry (ValueError for a reply entry)."""
+    if entry.row is None:
+        raise ValueError("not a settle entry")
+    h = entry.held
+    held = Held(h.id, h.day, h.amount_micros) if h is not None else None
+    return held, LedgerRow(**entry.row.model_dump())
 
 
-def _key(row: LedgerRow) -> tuple[str, int]:
-    return row.call_id, row.attempt
+def entry_key(entry: JournalEntry) -> tuple[str, str, int]:
+    """What makes an entry one write: (call_id, attempt) of a settle, (key, call_id) of a reply."""
+    if entry.reply is not None:
+        return "reply", f"{entry.reply.key}#{entry.reply.call_id}", 0
+    assert entry.row is not None
+    return "settle", entry.row.call_id, entry.row.attempt
+
+
+def entry_msg_id(entry: JournalEntry) -> str:
+    """The entry's Nats-Msg-Id: a publish retried inside the duplicate window is stored once."""
+    kind, name, attempt = entry_key(entry)
+    return f"{kind}:{name}:{attempt}"
+
+
+def encode(entry: JournalEntry) -> str:
+    """One journal line."""
+    return entry.model_dump_json() + "\n"
+
+
+def decode(line: str) -> JournalEntry:
+    """The entry of a journal line (ValueError when it is neither a settle nor a reply)."""
+    entry = JournalEntry.model_validate_json(line)
+    if entry.row is None and entry.reply is None:
+        raise ValueError("empty journal entry")
+    return entry
+
+
+def transient(error: BaseException) -> bool:
+    """A failure that passes (database or NATS away): replay stops and tries again later.
+
+    Anything else (a bug, an entry the database refuses for good) skips that entry, kept for
+    an operator, and the replay goes on: one bad entry never holds the others back.
+    """
+    if isinstance(error, ContractError):  # the kit's JetStream publish: NATS away, no stream
+        return error.code in (ErrorCode.unavailable, ErrorCode.timeout)
+    return (
+        is_outage(error)
+        or isinstance(error, TimeoutError | OSError | ConnectionError)
+        or type(error).__module__.startswith("nats.")
+    )
 
 
 class SettleJournal:
@@ -77,9 +115,9 @@ class SettleJournal:
         fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         self._lock_file = lock
 
-    async def append(self, held: Held | None, row: LedgerRow) -> None:
+    async def append(self, entry: JournalEntry) -> None:
         """Write the entry and fsync it (file and directory); returns once it is durable."""
-        line = encode(held, row)
+        line = encode(entry)
         async with self._mutex:
             await asyncio.to_thread(self._append, line)
 
@@ -93,8 +131,8 @@ class SettleJournal:
         if created:
             _fsync_dir(self.directory)
 
-    async def replay(self, settle: Callable[[Held | None, LedgerRow], Awaitable[None]]) -> int:
-        """Settle every entry of every journal nobody alive holds; returns how many landed."""
+    async def replay(self, apply: Apply) -> int:
+        """Apply every entry of every journal nobody alive holds; returns how many were taken."""
         if not self.directory.is_dir():
             return 0
         landed = 0
@@ -104,33 +142,35 @@ class SettleJournal:
             if not own and lock is None:
                 continue  # a live process replays its own
             try:
-                landed += await self._replay_file(path, settle, own)
+                landed += await self._replay_file(path, apply, own)
             finally:
                 if lock is not None:
                     lock.close()
         return landed
 
-    async def _replay_file(
-        self,
-        path: Path,
-        settle: Callable[[Held | None, LedgerRow], Awaitable[None]],
-        own: bool,
-    ) -> int:
+    async def _replay_file(self, path: Path, apply: Apply, own: bool) -> int:
         entries = await asyncio.to_thread(_read, path)
-        done: set[tuple[str, int]] = set()
-        for held, row in entries:
+        done: set[tuple[str, str, int]] = set()
+        for entry in entries:
             try:
-                await settle(held, row)
-            except Exception:
-                log.warning("journal replay: settle of call %s still failing", row.call_id)
-                break  # the database is still away: keep the rest for the next sweep
-            done.add(_key(row))
+                await apply(entry)
+            except Exception as e:
+                if transient(e):
+                    log.warning("journal replay: %s still failing (%s)", path.name, e)
+                    break  # the database is still away: keep the rest for the next sweep
+                log.exception("journal replay: entry %s refused; kept", entry_key(entry))
+                continue
+            done.add(entry_key(entry))
         if done:
             async with self._mutex:
                 # Re-read under the mutex: entries appended during the replay are kept.
                 await asyncio.to_thread(_rewrite, path, done, own)
-            log.info("journal replay: %d settle(s) written from %s", len(done), path.name)
+            log.info("journal replay: %d entr(ies) taken from %s", len(done), path.name)
         return len(done)
+
+    def count(self) -> int:
+        """Entries in every journal file of the directory (this process's and dead ones')."""
+        return len(entries_of(self.directory)) if self.directory.is_dir() else 0
 
     def close(self) -> None:
         """Release this process's lock (its journal stays for the next start)."""
@@ -142,21 +182,21 @@ class SettleJournal:
                     (self.directory / f"{self.name}.lock").unlink()
 
 
-def _read(path: Path) -> list[Entry]:
-    entries: list[Entry] = []
+def _read(path: Path) -> list[JournalEntry]:
+    entries: list[JournalEntry] = []
     with contextlib.suppress(FileNotFoundError), open(path, encoding="utf-8") as f:
         for line in f:
             if not line.endswith("\n"):
                 break  # torn last line of a crash mid-write: its call never got a reply
             try:
                 entries.append(decode(line))
-            except (ValueError, KeyError, TypeError):
+            except (ValueError, ValidationError):
                 log.error("journal %s: unreadable line skipped", path.name)
     return entries
 
 
-def _rewrite(path: Path, done: set[tuple[str, int]], own: bool) -> None:
-    remaining = [e for e in _read(path) if _key(e[1]) not in done]
+def _rewrite(path: Path, done: set[tuple[str, str, int]], own: bool) -> None:
+    remaining = [e for e in _read(path) if entry_key(e) not in done]
     if not remaining:
         with contextlib.suppress(FileNotFoundError):
             path.unlink()
@@ -167,7 +207,7 @@ def _rewrite(path: Path, done: set[tuple[str, int]], own: bool) -> None:
         return
     tmp = path.with_suffix(".tmp")
     with open(tmp, "w", encoding="utf-8") as f:
-        f.writelines(encode(h, r) for h, r in remaining)
+        f.writelines(encode(e) for e in remaining)
         f.flush()
         os.fsync(f.fileno())
     os.replace(tmp, path)
@@ -195,12 +235,22 @@ def _fsync_dir(directory: Path) -> None:
         os.close(fd)
 
 
-def entries_of(directory: str | Path) -> list[Entry]:
+def entries_of(directory: str | Path) -> list[JournalEntry]:
     """Every entry of every journal in `directory` (tests, operations)."""
-    found: list[Entry] = []
+    found: list[JournalEntry] = []
     for path in sorted(Path(directory).glob("settle-*.jsonl")):
         found.extend(_read(path))
     return found
 
 
-__all__ = ["SettleJournal", "decode", "encode", "entries_of"]
+__all__ = [
+    "SettleJournal",
+    "decode",
+    "encode",
+    "entries_of",
+    "entry_key",
+    "entry_msg_id",
+    "settle_entry",
+    "settle_of",
+    "transient",
+]

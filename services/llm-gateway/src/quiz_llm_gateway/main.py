@@ -14,6 +14,7 @@ from quiz_llm_gateway.models import MIGRATIONS
 from quiz_llm_gateway.provider import AnthropicProvider
 from quiz_llm_gateway.repository import Repository
 from quiz_llm_gateway.service import Gateway
+from quiz_llm_gateway.stream_journal import JOURNAL_STREAM, StreamJournal
 from quiz_servicekit.app import ServiceRef, ServiceRuntime, create_service_app, run_service
 
 NAME = "llm-gateway"
@@ -33,6 +34,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         settings=settings,
         migrations=MIGRATIONS,
     )
+    # The settle journal any replica replays (its replicas: NATS_STREAM_REPLICAS, applied by
+    # the kit's declaration).
+    runtime.add_stream(JOURNAL_STREAM)
     gateway = ServiceRef[Gateway]("gateway")
     runtime.add_endpoints(endpoints(gateway, settings.complete_concurrency))
     metrics = GatewayMetrics(runtime.metrics)
@@ -46,7 +50,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             )
         else:
             log.warning("no ANTHROPIC_API_KEY: every call answers llm_not_configured")
-        gateway.set(Gateway(settings, Repository(rt.db), provider, metrics))
+        journal = StreamJournal(rt.js, timeout_s=settings.journal_publish_timeout_s)
+        gateway.set(Gateway(settings, Repository(rt.db), provider, metrics, journal_stream=journal))
         # Release expired holds and refresh the gauges: once now, then every sweep interval.
         rt.add_periodic("sweep", settings.sweep_interval_s, gateway().sweep, run_at_start=True)
 

@@ -10,6 +10,10 @@
 - `reservations_open`: holds not yet settled (all replicas).
 - `circuit_state`: 0 closed, 1 half-open, 2 open (this replica).
 - `provider_in_flight`: provider requests in flight (this replica).
+- `settle_journal_pending`: journal entries (settles, paid replies) not yet in the database:
+  this database's in the JetStream journal (the same figure on every replica: take the `max`
+  across replicas, not the sum) plus this replica's journal files and memory. Refreshed every
+  sweep; above 0 for longer than an outage lasts means the journal does not drain.
 """
 
 from __future__ import annotations
@@ -52,3 +56,7 @@ class GatewayMetrics(MetricSet):
         self.reservations_open = self.gauge("reservations_open", "Holds not yet settled.")
         self.circuit_state = self.gauge("circuit_state", "0 closed, 1 half-open, 2 open.")
         self.provider_in_flight = self.gauge("provider_in_flight", "Provider requests in flight.")
+        self.journal_pending = self.gauge(
+            "settle_journal_pending",
+            "Settles and paid replies in the journal, not yet in the database.",
+        )

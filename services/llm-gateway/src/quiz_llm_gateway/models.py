@@ -122,3 +122,12 @@ class IdempotencyKey(SQLModel, table=True):
     reply: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
     created_at: float = Field(sa_column=Column(Double, nullable=False))
     expires_at: float = Field(sa_column=Column(Double, nullable=False))
+
+
+class GatewayIdentity(SQLModel, table=True):
+    """The database's id, made once by migration 0005: the subject of its journal entries
+    (`llm.v1.journal.<id>`), so a replica never replays another database's settles."""
+
+    __tablename__ = "gateway_identity"
+
+    id: str = Field(sa_column=Column(String(32), primary_key=True))

@@ -7,6 +7,7 @@ from datetime import UTC, date, datetime
 from typing import Any
 
 from sqlalchemy import Connection, Table, case, delete, func, select, update
+from sqlalchemy import exc as sa_exc
 
 from quiz_llm_gateway.domain.ratelimit import RateDecision, decide
 from quiz_llm_gateway.models import BudgetDay, LedgerEntry, RateEvent, Reservation
@@ -19,6 +20,21 @@ LEDGER: Table = LedgerEntry.__table__  # type: ignore[attr-defined]
 RATE: Table = RateEvent.__table__  # type: ignore[attr-defined]
 
 SWEEP_BATCH = 200
+# What a database that cannot be reached raises (refused, reset, locked, pool exhausted): a
+# fault that passes, answered `unavailable` with a retry_after_s, never `internal`.
+OUTAGE_ERRORS: tuple[type[Exception], ...] = (
+    sa_exc.OperationalError,
+    sa_exc.InterfaceError,
+    sa_exc.DisconnectionError,
+    sa_exc.TimeoutError,
+)
+
+
+def is_outage(error: BaseException) -> bool:
+    """Whether `error` is the database being unreachable (not a bug in a statement)."""
+    return isinstance(error, OUTAGE_ERRORS)
+
+
 LEDGER_COLUMNS = [c.name for c in LEDGER.columns if c.name != "id"]
 
 # Column names come from our own table model, never from input.
@@ -64,6 +80,10 @@ HOT_SQL: dict[str, str] = {
     "idem_done": (
         "UPDATE idempotency_keys SET reply = :reply, expires_at = :until "
         "WHERE key = :key AND call_id = :call_id"
+    ),
+    "idem_put": (
+        "INSERT INTO idempotency_keys (key, digest, call_id, reply, created_at, expires_at) "
+        "VALUES (:key, :digest, :call_id, :reply, :now, :until) ON CONFLICT (key) DO NOTHING"
     ),
     "idem_forget": "DELETE FROM idempotency_keys WHERE key = :key AND call_id = :call_id",
     "idem_prune": "DELETE FROM idempotency_keys WHERE expires_at < :now",
@@ -367,12 +387,30 @@ class Repository:
 
     @transaction
     def finish_request(
-        self, conn: Connection, key: str, call_id: str, reply: str, until: float
+        self,
+        conn: Connection,
+        key: str,
+        digest: str,
+        call_id: str,
+        reply: str,
+        until: float,
+        now: float,
     ) -> None:
-        """Keep `call_id`'s reply for `key` until `until`."""
-        conn.exec_driver_sql(
-            self._q["idem_done"], {"key": key, "call_id": call_id, "reply": reply, "until": until}
-        )
+        """Keep `call_id`'s reply for `key` until `until`.
+
+        Its claim row is there (the usual case), or was pruned meanwhile (a reply replayed from
+        the journal after a long database outage): then the row is made again with the reply,
+        unless another call holds the key now (that call answers it).
+        """
+        params = {"key": key, "call_id": call_id, "reply": reply, "until": until}
+        if conn.exec_driver_sql(self._q["idem_done"], params).rowcount == 1 or until <= now:
+            return
+        conn.exec_driver_sql(self._q["idem_put"], {**params, "digest": digest, "now": now})
+
+    @read_only
+    def database_id(self, conn: Connection) -> str:
+        """The database's own id (migration 0005): the subject of its journal entries."""
+        return str(conn.exec_driver_sql("SELECT id FROM gateway_identity").scalar_one())
 
     @transaction
     def forget_request(self, conn: Connection, key: str, call_id: str) -> None:

@@ -54,8 +54,9 @@ from quiz_llm_gateway.metrics import GatewayMetrics
 from quiz_llm_gateway.provider import ProviderReply
 from quiz_llm_gateway.provider_calls import Provider, ProviderCalls, ProviderFailure
 from quiz_llm_gateway.reports import Reports
-from quiz_llm_gateway.repository import AdmitArgs, Held, RateKey, Repository
+from quiz_llm_gateway.repository import AdmitArgs, Held, RateKey, Repository, is_outage
 from quiz_llm_gateway.singleflight import SingleFlight
+from quiz_llm_gateway.stream_journal import StreamJournal
 from quiz_llm_gateway.writer import AdmitWriter
 
 log = logging.getLogger(__name__)
@@ -77,6 +78,7 @@ class Gateway:
         clock: Callable[[], float] = time.time,
         monotonic: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        journal_stream: StreamJournal | None = None,
     ) -> None:
         self.settings = settings
         self.repo = repo
@@ -96,7 +98,15 @@ class Gateway:
             if provider is not None
             else None
         )
-        self.ledger = Ledger(repo, SettleJournal(settings.journal_dir()), settings.settle_timeout_s)
+        self.ledger = Ledger(
+            repo,
+            SettleJournal(settings.journal_dir()),
+            settings.settle_timeout_s,
+            stream=journal_stream,
+            clock=clock,
+            pending_gauge=metrics.journal_pending,
+            monotonic=monotonic,
+        )
         self.reports = Reports(
             repo,
             metrics,
@@ -144,14 +154,24 @@ class Gateway:
     async def _complete_once(
         self, req: CompleteRequest, key: str, digest: str, trace_id: str | None
     ) -> CompleteReply:
+        if self.ledger.maybe_pending():
+            await self.ledger.catch_up()
         call_id = str(uuid.uuid4())
-        deadline_s = req.deadline_s or self.settings.default_deadline_s
+        deadline_s = max(self._time_left_s(req), 0.0)
         waited_until = self.monotonic() + deadline_s
         while True:
             now = self.clock()
             # A claim outlives the call's own hold: a crashed owner's key frees after that.
             until = now + deadline_s + self.settings.reservation_grace_s
-            claim = await self.repo.claim_request(key, digest, call_id, now, until)
+            try:
+                claim = await self.repo.claim_request(key, digest, call_id, now, until)
+            except Exception as e:
+                mapped = self._outage(e)
+                if mapped is None:
+                    raise
+                purpose = req.purpose.value
+                self.metrics.calls.labels(purpose, self.models[purpose], mapped.code.value).inc()
+                raise mapped from e
             if claim.owner:
                 break
             if claim.digest is not None and claim.digest != digest:
@@ -173,11 +193,18 @@ class Gateway:
         try:
             reply = await self._complete(req, trace_id, call_id)
         except BaseException:
-            # Only a success is kept: a failed call may be asked again.
-            await asyncio.shield(self.repo.forget_request(key, call_id))
+            # Only a success is kept: a failed call may be asked again. When the database is
+            # away the claim stays until it expires (deadline + grace): the error stands.
+            try:
+                await asyncio.shield(self.repo.forget_request(key, call_id))
+            except Exception as e:
+                log.warning("request %s not released (%s)", key, type(e).__name__)
             raise
-        until = self.clock() + self.settings.idempotency_ttl_s
-        await asyncio.shield(self.repo.finish_request(key, call_id, reply.model_dump_json(), until))
+        # Paid: the reply goes to its caller whatever becomes of this write (the database,
+        # else the journal, which any replica replays into idempotency_keys).
+        now = self.clock()
+        until = now + self.settings.idempotency_ttl_s
+        await self.ledger.keep_reply(key, digest, call_id, reply, until, now)
         return reply
 
     async def _complete(
@@ -203,8 +230,12 @@ class Gateway:
             outcome = "cancelled"
             raise
         except Exception as e:
-            outcome, detail = "internal", type(e).__name__
-            raise
+            mapped = self._outage(e)
+            if mapped is None:
+                outcome, detail = "internal", type(e).__name__
+                raise
+            outcome, detail = ErrorCode.unavailable.value, type(e).__name__
+            raise mapped from e
         finally:
             elapsed = self.monotonic() - call.started
             self.metrics.calls.labels(req.purpose.value, model, outcome).inc()
@@ -252,7 +283,14 @@ class Gateway:
             raise ContractError(
                 ErrorCode.llm_failed, "the provider is failing (circuit open)", retry_after_s=retry
             )
-        deadline = call.started + (req.deadline_s or self.settings.default_deadline_s)
+        deadline = call.started + self._time_left_s(req)
+        if deadline <= self.monotonic():
+            # Nobody waits for this answer any more (the message reached us late: a paused or
+            # backlogged replica): no hold, no provider request, a refusal row.
+            await self._refuse(call, ErrorCode.llm_failed)
+            raise ContractError(
+                ErrorCode.llm_failed, "the caller's deadline passed before the call started"
+            )
 
         def read(content: list[dict[str, Any]]) -> Output:
             if tools is not None and validator is not None:
@@ -367,6 +405,7 @@ class Gateway:
     ) -> Held:
         """Hold the attempt's worst case (`worst_micros`) under the cap, or refuse."""
         req = call.request
+        await self._know_database()
         held = Held(str(uuid.uuid4()), budget_day(datetime.fromtimestamp(now, UTC)), worst_micros)
         remaining = max(deadline - self.monotonic(), 0.0)
         admission = await self._admissions.submit(
@@ -397,6 +436,26 @@ class Gateway:
             )
         raise ContractError(
             code, f"the daily LLM cap ({usd(self.cap_micros)} USD) cannot cover this call"
+        )
+
+    def _time_left_s(self, req: CompleteRequest) -> float:
+        """Seconds the caller still waits: its `deadline_s` from now, cut by its absolute
+        `deadline_at` (≤ 0 once passed)."""
+        left = req.deadline_s or self.settings.default_deadline_s
+        if req.deadline_at is not None:
+            left = min(left, req.deadline_at.timestamp() - self.clock())
+        return left
+
+    def _outage(self, error: Exception) -> ContractError | None:
+        """`unavailable` with retry_after_s for a database that cannot be reached (a fault
+        that passes, never `internal`); None for any other error."""
+        if not is_outage(error):
+            return None
+        log.warning("database unreachable (%s): answered unavailable", type(error).__name__)
+        return ContractError(
+            ErrorCode.unavailable,
+            "the gateway's database cannot be reached (nothing was charged); try again",
+            retry_after_s=self.settings.outage_retry_after_s,
         )
 
     def _rate_key(self, req: CompleteRequest) -> RateKey | None:
@@ -434,7 +493,15 @@ class Gateway:
         Journaled settles go first: a hold whose settle is in the journal must not be released
         as expired before its spend is counted (the replay counts both at once).
         """
-        await self.ledger.retry_unsettled()
+        try:
+            await self._know_database()
+        except Exception as e:
+            log.warning("database id not read (%s)", type(e).__name__)
+        try:
+            await self.ledger.retry_unsettled()
+        finally:
+            # Before the database steps below, which fail while it is away.
+            await self.ledger.pending()
         released = await self.repo.release_expired(self.clock())
         if released:
             log.warning("released %d expired reservation(s)", released)
@@ -442,13 +509,26 @@ class Gateway:
         await self.repo.prune_requests(self.clock())
         await self.reports.refresh_gauges()
 
+    async def _know_database(self) -> None:
+        """Read the database's id once: the JetStream journal's subject (one per database)."""
+        stream = self.ledger.stream
+        if stream is not None and stream.database_id is None:
+            stream.database_id = await self.repo.database_id()
+
     def today(self) -> date:
         """The budget day now."""
         return self.reports.today()
 
     async def availability(self, purpose: Purpose | None = None) -> AvailabilityReply:
-        """Whether a call can be made now, and which model each purpose uses."""
-        return await self.reports.availability(purpose)
+        """Whether a call can be made now, and which model each purpose uses; `unavailable`
+        while the database cannot be reached."""
+        try:
+            return await self.reports.availability(purpose)
+        except Exception as e:
+            mapped = self._outage(e)
+            if mapped is None:
+                raise
+            raise mapped from e
 
     def estimate_micros(self, req: CompleteRequest) -> int:
         """The worst case admission would hold for `req`'s first attempt (ADR-060 §5).
@@ -468,16 +548,22 @@ class Gateway:
     ) -> UsageReply:
         """The day's spend by purpose and by person / no person, open holds, the cap, what is
         left; with `estimate`, the worst case that request would hold (`estimate_usd`)."""
-        reply = await self.reports.usage(day, billed_to)
+        try:
+            reply = await self.reports.usage(day, billed_to)
+        except Exception as e:
+            mapped = self._outage(e)
+            if mapped is None:
+                raise
+            raise mapped from e
         if estimate is not None:
             reply.estimate_usd = usd(self.estimate_micros(estimate))
         return reply
 
 
 def request_digest(req: CompleteRequest) -> str:
-    """SHA-256 of what the request asks (request_id and deadline_s aside: a retry may carry
+    """SHA-256 of what the request asks (request_id and the deadlines aside: a retry may carry
     less time left), in a canonical JSON form."""
-    body = req.model_dump(mode="json", exclude={"request_id", "deadline_s"})
+    body = req.model_dump(mode="json", exclude={"request_id", "deadline_s", "deadline_at"})
     text = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 

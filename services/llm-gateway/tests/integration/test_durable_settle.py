@@ -17,7 +17,9 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import nats
 import pytest
+from nats.aio.client import Client as NATS
 from prometheus_client import CollectorRegistry
 from sqlalchemy.engine import make_url
 
@@ -27,7 +29,9 @@ from quiz_llm_gateway.metrics import GatewayMetrics
 from quiz_llm_gateway.provider import AnthropicProvider
 from quiz_llm_gateway.repository import Repository
 from quiz_llm_gateway.service import Gateway
+from quiz_llm_gateway.stream_journal import JOURNAL_STREAM, StreamJournal
 from quiz_servicekit.db import Database
+from quiz_servicekit.jetstream import ensure_stream
 from quiz_servicekit.metrics import ServiceMetrics
 from quiz_testkit.anthropic_stub import AnthropicStub, StubReply
 
@@ -64,6 +68,11 @@ class TcpProxy:
             dst.close()
 
         await asyncio.gather(pipe(reader, up_writer), pipe(up_reader, writer))
+
+    async def accept(self) -> None:
+        """Listen again, on the same port."""
+        if self._server is None:
+            self._server = await asyncio.start_server(self._serve, "127.0.0.1", self.port)
 
     async def refuse(self) -> None:
         if self._server is not None:
@@ -108,14 +117,25 @@ class Outage:
             self.lock.close()
             self.lock = None
 
+    async def resume(self) -> None:
+        """The database answers the gateway again (the proxy listens again)."""
+        self.end()
+        if self.proxy is not None:
+            await self.proxy.accept()
+
 
 def build_gateway(
-    url: str, stub: AnthropicStub, journal: Path, busy_ms: int = 60_000
+    url: str,
+    stub: AnthropicStub,
+    journal: Path,
+    busy_ms: int = 60_000,
+    clock: HandClock | None = None,
+    stream: StreamJournal | None = None,
 ) -> tuple[Gateway, Database, AnthropicProvider]:
     db = Database(url, threads=2, sqlite_busy_timeout_ms=busy_ms)
     provider = AnthropicProvider("test-key", stub.base_url, 10)
     settings = gateway_settings(settle_journal_dir=str(journal), settle_timeout_s=2.0)
-    clock = HandClock()
+    clock = clock or HandClock()
     gateway = Gateway(
         settings,
         Repository(db),
@@ -124,6 +144,7 @@ def build_gateway(
         clock=clock.time,
         monotonic=clock.monotonic,
         sleep=clock.sleep,
+        journal_stream=stream,
     )
     return gateway, db, provider
 
@@ -153,8 +174,10 @@ async def test_a_settle_survives_a_stop_while_the_database_refuses(
         await asyncio.sleep(0.01)
     await outage.begin()
     reply = await call  # the reply comes once the settle is durable — in the journal
-    [(held, row)] = entries_of(journal)
-    assert row.call_id == reply.call_id and row.outcome == "ok" and held is not None
+    [entry] = entries_of(journal)
+    held, row = entry.held, entry.row
+    assert row is not None and held is not None
+    assert row.call_id == reply.call_id and row.outcome == "ok"
     assert row.cost_micros == 1000 * 3 + row.output_tokens * 15 > 0
 
     await gateway.close()  # stopped while the database still refuses: the journal stays
@@ -208,3 +231,223 @@ async def test_every_path_after_the_answer_settles(make_rig: Any, depth: int) ->
     [row] = await rig.repo.ledger_rows()
     assert row["outcome"] == "error" and row["error_code"] == "llm_failed"
     assert totals.spent_micros == row["cost_micros"] == 10 * 3 + 10 * 15
+
+
+async def test_a_database_outage_answers_unavailable_never_internal(
+    migrated_url: str, anthropic_stub: AnthropicStub, tmp_path: Path, outage: Outage
+) -> None:
+    """Issue 20, item 4: four callers ask without pause while the database is unreachable for
+    3 s; every answer is a paid reply or `unavailable` with retry_after_s, and once the
+    database is back calls are admitted again."""
+    url = await outage.gateway_url()
+    gateway, db, provider = build_gateway(url, anthropic_stub, tmp_path / "journal", busy_ms=300)
+    anthropic_stub.default = StubReply.slow(0.2, StubReply.auto())
+    answers: list[tuple[str, str]] = []  # (phase, outcome)
+    phase = "before"
+    stop = asyncio.Event()
+
+    async def caller(i: int) -> None:
+        n = 0
+        while not stop.is_set():
+            n += 1
+            seen = phase
+            try:
+                # One teacher per call: the per-person limit is not what this test is about.
+                await gateway.complete(request(user=f"t-{i}-{n}", request_id=f"c-{i}-{n}"))
+                answers.append((seen, "ok"))
+            except ContractError as e:
+                assert e.code is ErrorCode.unavailable, e
+                assert e.retry_after_s is not None and e.retry_after_s > 0
+                answers.append((seen, e.code.value))
+                await asyncio.sleep(0.05)
+            # Anything else (a raw database error: `internal` on the wire) fails the test.
+
+    callers = [asyncio.create_task(caller(i)) for i in range(4)]
+    try:
+        await asyncio.sleep(1.0)
+        phase = "outage"
+        await outage.begin()
+        await asyncio.sleep(3.0)
+        with pytest.raises(ContractError) as info:
+            await gateway.availability()
+        assert info.value.code is ErrorCode.unavailable
+        await outage.resume()
+        phase = "after"
+        await asyncio.sleep(2.0)
+    finally:
+        stop.set()
+        await asyncio.gather(*callers)
+    during = [o for p, o in answers if p == "outage"]
+    print(
+        f"\noutage: {len(answers)} answers, during the outage {during.count('unavailable')} "
+        f"unavailable, {during.count('ok')} paid"
+    )
+    assert "unavailable" in during
+    assert ("after", "ok") in answers, "calls are admitted again once the database is back"
+    assert {o for _, o in answers} <= {"ok", "unavailable"}
+    await gateway.sweep()  # what was journaled during the outage lands
+    totals = await gateway.repo.day_totals(gateway.today())
+    ledger = await gateway.repo.ledger_rows()
+    assert totals is not None and totals.reserved_micros == 0
+    assert totals.spent_micros == sum(r["cost_micros"] for r in ledger)
+    assert sum(r["outcome"] == "ok" for r in ledger) == answers.count(("before", "ok")) + sum(
+        1 for p, o in answers if p != "before" and o == "ok"
+    )
+    await gateway.close()
+    db.close()
+    await provider.close()
+
+
+async def test_a_paid_reply_is_answered_when_its_bookkeeping_is_refused(
+    migrated_url: str, anthropic_stub: AnthropicStub, tmp_path: Path, outage: Outage
+) -> None:
+    """Issue 20, item 4: the database goes away while the provider answers: the settle and
+    the request id's reply are journaled and the caller gets its reply (it was answered
+    `internal` before: the idempotency-key write's error escaped). Once the database is back,
+    another replica (another journal directory) answers the same request id from the stored
+    reply without a second provider call."""
+    url = await outage.gateway_url()
+    journal = tmp_path / "journal"
+    gateway, db, provider = build_gateway(url, anthropic_stub, journal, busy_ms=300)
+    anthropic_stub.script(
+        StubReply.slow(0.5, StubReply.tool({"findings": []}, usage={"input_tokens": 1000}))
+    )
+    call = asyncio.create_task(gateway.complete(request(request_id="paid-1")))
+    for _ in range(500):
+        if anthropic_stub.requests:
+            break
+        await asyncio.sleep(0.01)
+    await outage.begin()
+    reply = await call
+    assert reply.output == {"findings": []}
+    kinds = sorted("reply" if e.reply is not None else "settle" for e in entries_of(journal))
+    assert kinds == ["reply", "settle"]
+    await outage.resume()
+    await gateway.sweep()
+    assert entries_of(journal) == []
+    await gateway.close()
+    db.close()
+    await provider.close()
+
+    other, db2, provider2 = build_gateway(migrated_url, anthropic_stub, tmp_path / "other")
+    try:
+        again = await other.complete(request(request_id="paid-1"))
+        assert again == reply
+        assert len(anthropic_stub.requests) == 1, "paid once"
+        [row] = await other.repo.ledger_rows(call_id=reply.call_id)
+        assert row["outcome"] == "ok"
+        totals = await other.repo.day_totals(other.today())
+        assert totals is not None and totals.reserved_micros == 0
+        assert totals.spent_micros == row["cost_micros"]
+    finally:
+        await other.close()
+        db2.close()
+        await provider2.close()
+
+
+async def test_a_reply_journaled_longer_than_its_claim_lives_is_not_paid_again(
+    migrated_url: str, anthropic_stub: AnthropicStub, tmp_path: Path, outage: Outage, nc: NATS
+) -> None:
+    """Issue 20, item 3: the database stays away longer than a request id's claim lives
+    (deadline + grace, 180 s). Once it is back, another replica asked the same request id
+    answers it from the reply journaled on JetStream — its claim replays the journal first —
+    instead of claiming the id afresh and paying a second time."""
+    js = nc.jetstream()
+    await ensure_stream(js, JOURNAL_STREAM)
+    url = await outage.gateway_url()
+    clock = HandClock()
+    replicas = [
+        build_gateway(
+            url,
+            anthropic_stub,
+            tmp_path / name,
+            busy_ms=300,
+            clock=clock,
+            stream=StreamJournal(js, timeout_s=3),
+        )
+        for name in ("a", "b")
+    ]
+    (first, _, _), (second, _, _) = replicas
+    try:
+        await second.sweep()  # at start: it knows its database
+        anthropic_stub.script(StubReply.slow(0.5, StubReply.tool({"findings": []})))
+        call = asyncio.create_task(first.complete(request(request_id="long-1")))
+        for _ in range(500):
+            if anthropic_stub.requests:
+                break
+            await asyncio.sleep(0.01)
+        await outage.begin()
+        reply = await call  # its settle and reply are on the stream
+        with contextlib.suppress(Exception):
+            await second.sweep()  # a sweep during the outage: the journal is not empty
+        clock.now += 300  # past the claim (60 + 120 s), within the reply's 600 s
+        await outage.resume()
+        again = await second.complete(request(request_id="long-1"))
+        assert again == reply
+        assert len(anthropic_stub.requests) == 1, "paid twice"
+        assert len(await second.repo.ledger_rows(outcome="ok")) == 1
+    finally:
+        for gateway, db, provider in replicas:
+            with contextlib.suppress(Exception):
+                await gateway.close()
+            db.close()
+            await provider.close()
+
+
+def gauge(gateway: Gateway) -> float:
+    """The replica's quiz_llm_gateway_settle_journal_pending."""
+    return gateway.metrics.journal_pending.collect()[0].samples[0].value
+
+
+async def test_with_jetstream_away_too_the_local_file_keeps_the_settle(
+    migrated_url: str,
+    anthropic_stub: AnthropicStub,
+    tmp_path: Path,
+    outage: Outage,
+    nats_url: str,
+    nc: NATS,
+) -> None:
+    """Issue 20, item 4: the database and NATS both away: the settle goes to the local file
+    (the last resort), the caller gets its reply; NATS back, the sweep moves it to the
+    JetStream journal (durable beyond this disk); the database back, it is written."""
+    await ensure_stream(nc.jetstream(), JOURNAL_STREAM)
+    lost = await nats.connect(nats_url)
+    stream = StreamJournal(lost.jetstream(), timeout_s=1)
+    url = await outage.gateway_url()
+    journal = tmp_path / "journal"
+    gateway, db, provider = build_gateway(url, anthropic_stub, journal, busy_ms=300, stream=stream)
+    try:
+        await gateway.sweep()  # knows its database
+        subject = stream.subject
+        anthropic_stub.script(StubReply.slow(0.5, StubReply.tool({"findings": []})))
+        call = asyncio.create_task(gateway.complete(request()))
+        for _ in range(500):
+            if anthropic_stub.requests:
+                break
+            await asyncio.sleep(0.01)
+        await outage.begin()
+        await lost.close()  # NATS is away too
+        reply = await call
+        [entry] = entries_of(journal)
+        assert entry.row is not None and entry.row.call_id == reply.call_id
+
+        stream.js = nc.jetstream()  # NATS is back, the database still away
+        with contextlib.suppress(Exception):
+            await gateway.sweep()
+        assert entries_of(journal) == []
+        info = await nc.jetstream().stream_info(JOURNAL_STREAM.name, subjects_filter=subject)
+        assert sum((info.state.subjects or {}).values()) == 1
+        assert gauge(gateway) == 1
+
+        await outage.resume()
+        await gateway.sweep()
+        [row] = await gateway.repo.ledger_rows(call_id=reply.call_id)
+        assert row["outcome"] == "ok"
+        totals = await gateway.repo.day_totals(gateway.today())
+        assert totals is not None and totals.reserved_micros == 0
+        assert totals.spent_micros == row["cost_micros"]
+        assert gauge(gateway) == 0
+    finally:
+        await gateway.close()
+        db.close()
+        await provider.close()

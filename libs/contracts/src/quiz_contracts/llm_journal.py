@@ -1,0 +1,74 @@
+"""llm-gateway's settle journal: what a paid call's bookkeeping left for later (issue 20, item 4).
+
+When the gateway's database does not take a write that follows a paid provider answer — the
+settle (hold released, real cost, ledger row) or the request id's stored reply —, the write is
+kept as one `JournalEntry` instead: published on the JetStream stream `LLM_JOURNAL`
+(`subjects.llm_journal_subject(database_id)`, one subject per gateway database) so that any
+replica replays it, or, when JetStream cannot take it either, appended to the replica's local
+journal file (one JSON line, the same model). Only llm-gateway publishes and reads these.
+
+An entry carries the ledger row and hold of a settle, or a stored reply (model output: kept
+like the `idempotency_keys` row it stands for); never the prompt.
+"""
+
+from __future__ import annotations
+
+from datetime import date, datetime
+
+from pydantic import Field
+
+from quiz_contracts.base import WireModel
+from quiz_contracts.llm import CompleteReply
+
+
+class JournalHold(WireModel):
+    """The reservation a settle releases."""
+
+    id: str
+    day: date = Field(description="Its Europe/Zurich budget day.")
+    amount_micros: int = Field(description="The worst case held, micro-USD.")
+
+
+class JournalLedgerRow(WireModel):
+    """One `llm_ledger` row (docs/llm-gateway.md, Attribution); money in micro-USD."""
+
+    at: datetime
+    day: date
+    call_id: str
+    attempt: int = Field(description="0 for a refusal, else 1 or 2.")
+    purpose: str
+    person: str | None
+    billed_to: str | None
+    model: str
+    effort: str
+    outcome: str
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_micros: int = 0
+    reserved_micros: int = 0
+    error_code: str | None = None
+    provider_requests: int = 0
+    latency_ms: int = 0
+    request_id: str | None = None
+    trace_id: str | None = None
+
+
+class JournalReply(WireModel):
+    """A paid call's reply, to be kept under its request id (`idempotency_keys`)."""
+
+    key: str = Field(description="purpose:payer:request_id.")
+    digest: str = Field(description="SHA-256 of the request (the key's conflict check).")
+    call_id: str
+    reply: CompleteReply
+    until: float = Field(description="Unix seconds until which the reply is kept.")
+
+
+class JournalEntry(WireModel):
+    """A settle (`row`, with its `held` reservation if any) or a stored reply (`reply`)."""
+
+    held: JournalHold | None = None
+    row: JournalLedgerRow | None = None
+    reply: JournalReply | None = None
+
+
+__all__ = ["JournalEntry", "JournalHold", "JournalLedgerRow", "JournalReply"]

@@ -1,0 +1,130 @@
+"""The settle journal on JetStream: durable beyond one replica and its disk (issue 20, item 4).
+
+A settle or stored reply the database did not take is published on the stream `LLM_JOURNAL`
+(subject `llm.v1.journal.<database id>`, Nats-Msg-Id `settle:<call_id>:<attempt>` or
+`reply:<key>#<call_id>:0`), declared through quiz_servicekit (its replicas come from
+NATS_STREAM_REPLICAS); the publish returns once the stream acknowledged it (stored on its
+replicas' disks). Any replica replays the stream — at start, every sweep, at stop — into the
+database it shares: entry by entry in stream order, each deleted from the stream once the
+database took it. Two replicas replaying at once both write the same entries, which is
+harmless: settle is idempotent on (call_id, attempt), a stored reply on (key, call_id).
+
+A retention `limits` stream without an age limit: an entry leaves only once written (or by an
+operator's hand); `quiz_llm_gateway_settle_journal_pending` counts what is left.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+
+from nats.js import JetStreamContext
+from nats.js.errors import NotFoundError
+from pydantic import ValidationError
+
+from quiz_contracts import subjects
+from quiz_contracts.llm_journal import JournalEntry
+from quiz_llm_gateway.journal import Apply, entry_key, entry_msg_id, transient
+from quiz_servicekit.jetstream import StreamSpec, publish
+
+log = logging.getLogger(__name__)
+
+# A settle's hold and ledger row are a few hundred bytes; a stored reply is the model's output
+# (64k tokens at most): the bus's own maximum message size.
+JOURNAL_STREAM = StreamSpec(
+    subjects.LLM_JOURNAL_STREAM,
+    (subjects.llm_journal_filter(),),
+    retention="limits",
+    max_age_s=0,  # no age limit: a paid call's record never expires unwritten
+    max_msg_size=subjects.NATS_MAX_PAYLOAD,
+    description="llm-gateway: settles and paid replies its database has not taken yet",
+)
+
+
+class StreamJournal:
+    """The JetStream journal of one gateway database (`database_id`, read from it once)."""
+
+    def __init__(self, js: JetStreamContext, *, timeout_s: float) -> None:
+        self.js = js
+        self.timeout_s = timeout_s
+        self.database_id: str | None = None
+        # The last count read from the stream (-1: never read); the gauge uses it while NATS
+        # cannot be asked.
+        self.pending = -1
+
+    @property
+    def subject(self) -> str | None:
+        return (
+            subjects.llm_journal_subject(self.database_id) if self.database_id is not None else None
+        )
+
+    async def append(self, entry: JournalEntry) -> None:
+        """Publish the entry; returns once the stream stored it. Raises when it did not
+        (NATS away, no stream, no acknowledgement within `timeout_s`, database id unknown)."""
+        subject = self.subject
+        if subject is None:
+            raise RuntimeError("the database id is not known yet: no journal subject")
+        await publish(
+            self.js,
+            subject,
+            entry,
+            msg_id=entry_msg_id(entry),
+            stream=subjects.LLM_JOURNAL_STREAM,
+            timeout_s=self.timeout_s,
+        )
+        if self.pending >= 0:
+            self.pending += 1
+
+    async def count(self) -> int:
+        """Entries of this database in the stream (also kept as `pending`)."""
+        subject = self.subject
+        if subject is None:
+            return max(self.pending, 0)
+        info = await self.js.stream_info(subjects.LLM_JOURNAL_STREAM, subjects_filter=subject)
+        self.pending = sum((info.state.subjects or {}).values()) if info.state.messages else 0
+        return self.pending
+
+    async def replay(self, apply: Apply) -> int:
+        """Apply this database's entries in stream order, deleting each once taken; returns
+        how many were. Stops at the first transient failure (the database still away)."""
+        subject = self.subject
+        if subject is None:
+            return 0
+        info = await self.js.stream_info(subjects.LLM_JOURNAL_STREAM, subjects_filter=subject)
+        if not info.state.messages or not info.state.subjects:
+            self.pending = 0
+            return 0
+        seq, last = info.state.first_seq, info.state.last_seq
+        landed = 0
+        while seq <= last:
+            try:
+                msg = await self.js.get_msg(
+                    subjects.LLM_JOURNAL_STREAM, seq=seq, subject=subject, next=True
+                )
+            except NotFoundError:
+                break  # nothing of ours at or after seq
+            assert msg.seq is not None
+            seq = msg.seq + 1
+            try:
+                entry = JournalEntry.model_validate_json(msg.data or b"")
+            except ValidationError:
+                log.error("journal stream: message %d unreadable; kept", msg.seq)
+                continue
+            try:
+                await apply(entry)
+            except Exception as e:
+                if transient(e):
+                    log.warning("journal stream replay: still failing (%s)", type(e).__name__)
+                    break
+                log.exception("journal stream: entry %s refused; kept", entry_key(entry))
+                continue
+            with contextlib.suppress(NotFoundError):  # another replica deleted it first
+                await self.js.delete_msg(subjects.LLM_JOURNAL_STREAM, msg.seq)
+            landed += 1
+        if landed:
+            log.info("journal stream replay: %d entr(ies) written", landed)
+        await self.count()
+        return landed
+
+
+__all__ = ["JOURNAL_STREAM", "StreamJournal"]
