@@ -125,9 +125,14 @@ class Review:
         return self.keys.mint(sub or f"teacher-{uuid.uuid4().hex[:8]}", grants)
 
     async def call(
-        self, method: str, path: str, token: str | None, body: Any = None
+        self,
+        method: str,
+        path: str,
+        token: str | None,
+        body: Any = None,
+        headers: dict[str, str] | None = None,
     ) -> httpx.Response:
-        headers = {"authorization": f"Bearer {token}"} if token else {}
+        headers = {**({"authorization": f"Bearer {token}"} if token else {}), **(headers or {})}
         async with httpx.AsyncClient(timeout=60) as http:
             return await http.request(
                 method, f"{self.url}/app/api{path}", json=body, headers=headers
