@@ -140,7 +140,7 @@ USERS: tuple[BusUser, ...] = (
         subscribe=(f"{s.LESSON_FIX_PREFIX}.>",),
     ),
     # The platform's other services: review requests and the question store's events
-    # (JetStream publishes: the stream's ack comes back on _INBOX), and the poll's edge
+    # (JetStream publishes: the stream's ack comes back on _INBOX_platform), and the poll's edge
     # (ADR-071: the platform opens, closes and joins polls, request/reply).
     # It reads what is published for it (issue 21): review's completed events and the poll's
     # live frames, exactly those.
