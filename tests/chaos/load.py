@@ -243,7 +243,10 @@ class ReviewLoad:
                     return False
                 await asyncio.sleep(0.5)
 
-    async def submit(self) -> ReviewItem:
+    async def submit(self, *, version_first: bool = False) -> ReviewItem:
+        """A version published then its review request. `version_first`: the request only
+        once the version is in the read model (the two travel on different streams, and a
+        request that comes first is retried after 1, 5, 30 s: a probe times each one)."""
         n = next(self._numbers)
         item = ReviewItem(n, f"chaos-v-{n}", f"chaos-{n}", submitted=now())
         self.items[n] = item
@@ -254,6 +257,16 @@ class ReviewLoad:
             f"version-published:{item.version_id}",
         ):
             return item
+        if version_first:
+
+            async def known() -> bool:
+                sql = "SELECT 1 FROM review_versions WHERE version_id = %s"
+                return bool(await query(self.database_url, sql, (item.version_id,)))
+
+            try:
+                await eventually(known, f"{item.version_id} in the read model", GIVE_UP_S, 0.2)
+            except AssertionError:
+                return item
         request_body = {
             "questionId": f"chaos-q-{n}",
             "versionId": item.version_id,

@@ -56,7 +56,7 @@ async def probes(chaos: ChaosSystem, since: float, figures: Figures, phase: str)
 
     async def review() -> float | None:
         assert chaos.review
-        item = await chaos.review.submit()
+        item = await chaos.review.submit(version_first=True)
         if item.acked is None:
             return None
         try:
