@@ -71,13 +71,14 @@ def teacher_token(
 
 
 async def post_generate(
-    url: str, token: str, body: dict[str, Any], question: str = "42"
+    url: str, token: str, body: dict[str, Any], question: str = "42", key: str | None = None
 ) -> httpx.Response:
+    headers = {"authorization": f"Bearer {token}"}
+    if key is not None:
+        headers["idempotency-key"] = key
     async with httpx.AsyncClient(timeout=120) as http:
         return await http.post(
-            f"{url}/app/api/questions/{question}/generate",
-            json=body,
-            headers={"authorization": f"Bearer {token}"},
+            f"{url}/app/api/questions/{question}/generate", json=body, headers=headers
         )
 
 
@@ -345,13 +346,32 @@ async def test_rate_limited_at_the_eleventh_call_in_a_minute(
     stub.default = wand_output({"choices": [{"text": "Bâle", "correct": False}]})
     token = teacher_token(signing_keys, "mcq")
     codes = []
-    for _ in range(11):
-        r = await post_generate(wand, token, {"config": MCQ_DRAFT})
+    for i in range(11):
+        # Eleven clicks, each its own Idempotency-Key (as the platform sends one per click).
+        r = await post_generate(wand, token, {"config": MCQ_DRAFT}, key=f"click-{i}")
         codes.append(r.status_code)
     assert codes[:10] == [200] * 10
     assert codes[10] == 429
     assert r.json()["code"] == "rate_limited"
     assert int(r.headers["retry-after"]) >= 1
+
+
+async def test_the_same_request_sent_again_is_not_paid_again(
+    wand: str, stub: AnthropicStub, signing_keys: SigningKeys
+) -> None:
+    """A retry of the same request (its Idempotency-Key again, or without one the same
+    person, route and body) is answered from the gateway's stored reply: one provider request
+    for each. (Before issue 20 each request had a fresh `generate-<uuid>` id.)"""
+    stub.default = wand_output({"choices": [{"text": "Bâle", "correct": False}]})
+    token = teacher_token(signing_keys, "mcq")
+    for key in ("click-a", "click-a", None, None):
+        r = await post_generate(wand, token, {"config": MCQ_DRAFT}, key=key)
+        assert r.status_code == 200, r.text
+    assert len(stub.requests) == 2
+    # Another draft is another request.
+    other = {**MCQ_DRAFT, "prompt": "Une autre question ?"}
+    assert (await post_generate(wand, token, {"config": other})).status_code == 200
+    assert len(stub.requests) == 3
 
 
 async def test_access_and_the_type_come_from_the_grant(
