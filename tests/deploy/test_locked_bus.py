@@ -17,12 +17,16 @@ from nats.errors import TimeoutError as NatsTimeoutError
 
 from quiz_contracts import bus
 from quiz_contracts import subjects as s
+from quiz_contracts.llm import CompleteReply, CompleteRequest
+from quiz_servicekit.natsio import request
+from quiz_testkit.anthropic_stub import AnthropicStub, StubReply
 from quiz_testkit.nats_server import (
     NatsServer,
     dev_credentials,
     nats_connect,
     nats_server_binary,
 )
+from quiz_testkit.processes import llm_gateway_process
 
 pytestmark = pytest.mark.integration
 
@@ -484,3 +488,52 @@ async def test_a_reply_published_after_a_nats_restart_reaches_its_caller(tmp_pat
             await nc.close()
     finally:
         server.stop()
+
+
+async def test_the_real_gateway_answers_a_paid_call_across_a_nats_restart(
+    tmp_path: Path, anthropic_stub: AnthropicStub
+) -> None:
+    """Issue 20's fault, end to end: editor-assist's model call is with the provider when
+    nats-server restarts; the gateway, reconnected, sends the paid answer, and the caller —
+    reconnected too, within its deadline — receives it (it used to be refused and the caller
+    waited out its deadline)."""
+    server = NatsServer(tmp_path / "nats").start()
+    try:
+        with llm_gateway_process(server.url, anthropic_stub.base_url, tmp_path / "gateway"):
+            caller, _ = await _as(server, "editor-assist")
+            anthropic_stub.script(StubReply.slow(5, StubReply.tool({"choices": ["4"]})))
+            call = asyncio.create_task(
+                request(caller, s.LLM_COMPLETE, _complete_request(), CompleteReply, timeout=20)
+            )
+            assert await _eventually(lambda: len(anthropic_stub.requests) == 1, 10)
+            # The provider answers 5 s after the call arrived: both sides have reconnected
+            # by then (each retries every 0.5 s), so the reply is sent on new connections.
+            server.stop()
+            server.start()
+            reply = await call
+            assert reply.output == {"choices": ["4"]}
+            assert caller.stats["reconnects"] >= 1
+            refused = [v for v in server.violations() if "Violation" in v]
+            assert not refused, refused
+            await caller.close()
+    finally:
+        server.stop()
+
+
+def _complete_request() -> CompleteRequest:
+    return CompleteRequest.model_validate(
+        {
+            "purpose": "generate",
+            "user": "teacher-1",
+            "messages": [{"role": "user", "content": "Propose the key."}],
+            "output_schema": {
+                "name": "proposal",
+                "json_schema": {
+                    "type": "object",
+                    "properties": {"choices": {"type": "array", "items": {"type": "string"}}},
+                    "required": ["choices"],
+                },
+            },
+            "max_output_tokens": 300,
+        }
+    )
