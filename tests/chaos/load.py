@@ -188,6 +188,7 @@ class ReviewItem:
     acked: float | None = None
     publish_retries: int = 0
     publish_failed: bool = False
+    re_requests: int = 0  # sent again after a retryable error answer
     done: float | None = None
     state: str | None = None
 
@@ -279,6 +280,29 @@ class ReviewLoad:
             item.acked = now()
         return item
 
+    async def re_request(self, events: dict[str, list[dict[str, Any]]]) -> int:
+        """The platform's side of a retryable answer (an error with `retry_after_s`: the
+        review could not be had now, nothing was stored): the request is sent again, under a
+        new `Nats-Msg-Id`, once per such answer. Returns how many were sent."""
+        sent = 0
+        for item in self.items.values():
+            answers = events.get(item.request_id, [])
+            if item.done is not None or any(e.get("review") for e in answers):
+                continue
+            refusals = [e for e in answers if retryable(e)]
+            if len(refusals) > item.re_requests:
+                item.re_requests += 1
+                body = {
+                    "questionId": f"chaos-q-{item.n}",
+                    "versionId": item.version_id,
+                    "user": None,
+                    "requestId": item.request_id,
+                }
+                msg_id = f"review-request:{item.version_id}:again-{item.re_requests}"
+                await self._publish(item, subjects.REVIEW_REQUESTS, body, msg_id)
+                sent += 1
+        return sent
+
     async def watch_once(self) -> None:
         rows = await query(self.database_url, "SELECT version_id, state FROM question_reviews")
         t = now()
@@ -320,6 +344,12 @@ class ReviewLoad:
         finally:
             await sub.unsubscribe()
         return out
+
+
+def retryable(event: dict[str, Any]) -> bool:
+    """A `review.v1.completed` answering an error the requester may retry (it says when)."""
+    error = event.get("error") or {}
+    return bool(error) and (error.get("retry_after_s") or error.get("retryAfterS")) is not None
 
 
 # ---- poll -------------------------------------------------------------------------------------
