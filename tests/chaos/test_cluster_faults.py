@@ -406,6 +406,11 @@ async def test_every_work_item_done_once_and_every_paid_call_recorded(
     twice_completed = {rid: len(e) for rid, e in reviewed.items() if len(e) > 1}
     sent = Counter(t for c in stub_calls if c.kind == "poll" for t in c.items)
     twice_judged = {t: n for t, n in sent.items() if n > 1}
+    # The request ids the gateway recorded for the calls that sent one idea twice (why).
+    id_of_tag = {r[1]: r[0] for r in rows}
+    for text in list(twice_judged)[:3]:
+        ids = [id_of_tag.get(c.tag) for c in stub_calls if c.kind == "poll" and text in c.items]
+        figures.say(f"{text!r} sent under request ids {ids}")
     figures.check(
         "0 done twice",
         f"review requests completed more than once {len(twice_completed)} "
