@@ -195,9 +195,17 @@ class Load:
             grant = {"role": "viewer", "attempt": attempt, "guest": True}
             token = self.keys.mint(f"guest-{attempt}", {f"evaluation:{self.evaluation}": grant})
             ideas = [f"idée {(offset + i) % 300}", f"idée {(offset + i * 7) % 300}"]
-            r = await self.http.post(
-                base, json={"ideas": ideas}, headers={"Authorization": f"Bearer {token}"}
-            )
+            for attempt_no in range(3):
+                try:
+                    r = await self.http.post(
+                        base, json={"ideas": ideas}, headers={"Authorization": f"Bearer {token}"}
+                    )
+                    break
+                except httpx.TransportError:
+                    # A kept-alive connection the server closed as we sent on it (its idle
+                    # timeout): the whole answer is sent again, as a phone would.
+                    if attempt_no == 2:
+                        raise
             if r.status_code != 200:
                 raise RuntimeError(f"answer refused: {r.status_code} {r.text[:200]}")
 

@@ -87,7 +87,19 @@ async def running_service(
     cluster: NatsCluster, name: str, stream: str, subject: str, *, replicas: int, seen: set[str]
 ) -> AsyncIterator[str]:
     """A kit service on the cluster's URL list: one stream, one consumer recording job ids, and
-    a lease bucket declared in its start-up hook as review does."""
+    a lease bucket declared in its start-up hook as review does (its replicas watched)."""
+    async with running_runtime(cluster, name, stream, subject, replicas=replicas, seen=seen) as (
+        _,
+        url,
+    ):
+        yield url
+
+
+@asynccontextmanager
+async def running_runtime(
+    cluster: NatsCluster, name: str, stream: str, subject: str, *, replicas: int, seen: set[str]
+) -> AsyncIterator[tuple[ServiceRuntime, str]]:
+    """`running_service`, with its runtime."""
     settings = ServiceSettings(nats_url=cluster.url, nats_stream_replicas=replicas)
     runtime = ServiceRuntime(name=name, version="0.1.0", description="kit", settings=settings)
     runtime.add_stream(StreamSpec(stream, (subject,)))
@@ -101,10 +113,11 @@ async def running_service(
 
     async def on_startup(rt: ServiceRuntime) -> None:
         await lease_bucket(rt.js, f"{name}-leases", ttl_s=30, replicas=rt.stream_replicas)
+        rt.watch_stream(f"KV_{name}-leases")
 
     app = create_service_app(runtime, on_startup=on_startup)
     async with serve_app(app, settings) as url:
-        yield url
+        yield runtime, url
 
 
 async def replicas_of(js: JetStreamContext, stream: str) -> int:
@@ -265,3 +278,51 @@ async def test_more_replicas_than_a_single_server_has_stops_the_start_naming_the
     t = tag()
     with pytest.raises(JetStreamConfigError, match="NATS_STREAM_REPLICAS"):
         await ensure_stream(nc.jetstream(), StreamSpec(f"U{t}", (f"u{t}.jobs",)), replicas=3)
+
+
+def gauge(runtime: ServiceRuntime, name: str, stream: str) -> float | None:
+    return runtime.metrics.registry.get_sample_value(
+        f"{runtime.metrics.prefix}_{name}", {"stream": stream}
+    )
+
+
+async def test_a_stream_below_its_replica_count_shows_in_its_gauges(
+    cluster: NatsCluster, client: NATS
+) -> None:
+    t = tag()
+    seen: set[str] = set()
+    async with running_runtime(
+        cluster, f"kit-{t}", f"G{t}", f"g{t}.jobs", replicas=3, seen=seen
+    ) as (runtime, _):
+        kit = runtime.background.jetstream
+        await kit.refresh_replicas()
+        for stream in (f"G{t}", DEAD_LETTER_STREAM, ADVISORY_STREAM, f"KV_kit-{t}-leases"):
+            assert gauge(runtime, "stream_replicas_configured", stream) == 3, stream
+            assert gauge(runtime, "stream_replicas", stream) == 3, stream
+        # The periodic task that keeps them current is declared with the consumers.
+        assert "stream_replicas" in {p.name for p in runtime.background.periodic}
+
+        leader = cluster.stream_leader(f"G{t}")
+        follower = next(i for i in cluster.running() if i != leader)
+        cluster.kill(follower)
+        try:
+
+            async def below() -> bool:
+                await kit.refresh_replicas()
+                return gauge(runtime, "stream_replicas", f"G{t}") == 2
+
+            await eventually(below, timeout_s=60)
+            assert gauge(runtime, "stream_replicas_configured", f"G{t}") == 3
+        finally:
+            cluster.start(follower)
+            cluster.wait_healthy()
+
+        async def back() -> bool:
+            await kit.refresh_replicas()
+            return gauge(runtime, "stream_replicas", f"G{t}") == 3
+
+        await eventually(back, timeout_s=60)
+        sample = runtime.metrics.registry.get_sample_value(
+            f"{runtime.metrics.prefix}_consumer_max_in_flight", {"consumer": f"kit-{t}-worker"}
+        )
+        assert sample == 8

@@ -157,6 +157,11 @@ class ServiceRuntime:
         start-up hook: `ensure_stream(…, replicas=)`, `lease_bucket(…, replicas=)`) is given."""
         return self.settings.nats_stream_replicas
 
+    def watch_stream(self, stream: str, replicas: int | None = None) -> None:
+        """Export the replica gauges of a stream declared outside `add_stream` (a KV bucket's
+        `KV_<bucket>` from a start-up hook), declared with `replicas` (NATS_STREAM_REPLICAS)."""
+        self.background.jetstream.watch(stream, replicas or self.stream_replicas)
+
     def add_stream(self, spec: StreamSpec) -> None:
         """A stream this service owns, created or updated to `spec` at start-up (with
         NATS_STREAM_REPLICAS replicas unless the spec names its own)."""

@@ -31,7 +31,13 @@ Metrics (prefix `quiz_<service>_`):
 - `consumer_messages_total{consumer,outcome}`: outcome `ok`, `retry`, `invalid`, `permanent`,
   `exhausted` or `interrupted` (nak'ed at shutdown)
 - `consumer_message_duration_seconds{consumer}` and `consumer_messages_in_flight{consumer}`
+- `consumer_max_in_flight{consumer}`: the consumer's `max_in_flight` (in flight at it: no free
+  slot on this replica)
 - `dead_letters_total{consumer,reason}`: dead letters written by this service
+- `stream_replicas{stream}`: the stream's current replicas (its leader and the followers caught
+  up with it; 0 without a leader), `stream_replicas_configured{stream}`: what the service
+  declared (NATS_STREAM_REPLICAS or the spec's) — for every stream, dead-letter stream and
+  watched KV bucket stream, read from stream info every `REPLICA_CHECK_INTERVAL_S`
 """
 
 from __future__ import annotations
@@ -77,6 +83,8 @@ DAY_S = 86_400.0
 _STREAM_EXISTS_OTHERWISE = 10058
 # Handler durations: consumers do slow work (model calls), so the buckets reach minutes.
 WORK_BUCKETS = (*LATENCY_BUCKETS, 120, 300, 600)
+# How often the streams' replica gauges are read from stream info (one request per stream).
+REPLICA_CHECK_INTERVAL_S = 30.0
 
 
 class JetStreamConfigError(RuntimeError):
@@ -408,6 +416,41 @@ class ConsumerMetrics:
             ["consumer", "reason"],
             registry=r,
         )
+        self.max_in_flight = Gauge(
+            f"{p}_consumer_max_in_flight",
+            "Messages a consumer handles at once on this replica (its max_in_flight).",
+            ["consumer"],
+            registry=r,
+        )
+
+
+class StreamMetrics:
+    """Replicas of the streams a service declares: current and configured, by stream."""
+
+    def __init__(self, metrics: ServiceMetrics) -> None:
+        p, r = metrics.prefix, metrics.registry
+        self.replicas = Gauge(
+            f"{p}_stream_replicas",
+            "Current replicas of a stream: its leader and the followers caught up with it.",
+            ["stream"],
+            registry=r,
+        )
+        self.configured = Gauge(
+            f"{p}_stream_replicas_configured",
+            "Replicas the service declares for a stream (NATS_STREAM_REPLICAS or its spec's).",
+            ["stream"],
+            registry=r,
+        )
+
+
+def current_replicas(info: api.StreamInfo) -> int:
+    """The leader and its current, online followers; 1 on a single server; 0 with no leader."""
+    cluster = info.cluster
+    if cluster is None or not (cluster.replicas or cluster.leader):
+        return 1  # a single server: the stream is where it is
+    if not cluster.leader:
+        return 0
+    return 1 + sum(1 for p in cluster.replicas or [] if p.current and not p.offline)
 
 
 def _describe(e: ValidationError) -> str:
@@ -442,6 +485,7 @@ class ConsumerWorker(Generic[M]):
     async def start(self) -> None:
         """Declare the consumer and start fetching."""
         await ensure_consumer(self._js, self.spec.stream, self.spec.to_config())
+        self._metrics.max_in_flight.labels(self.spec.name).set(self.spec.max_in_flight)
         self._sub = await self._js.pull_subscribe_bind(self.spec.name, stream=self.spec.stream)
         self._healthy = True
         self._loop = asyncio.create_task(self._fetch_loop(), name=f"consumer:{self.spec.name}")
@@ -714,9 +758,33 @@ class JetStreamKit:
         self.workers: list[ConsumerWorker[Any]] = []
         self._service_metrics = metrics
         self._metrics: ConsumerMetrics | None = None
+        self._stream_metrics: StreamMetrics | None = None
+        self._js: JetStreamContext | None = None
+        # Stream name → replicas declared: what `refresh_replicas` reads.
+        self.watched: dict[str, int] = {}
 
     def add_stream(self, spec: StreamSpec) -> None:
         self.streams.append(spec)
+
+    def watch(self, stream: str, replicas: int) -> None:
+        """Export `stream`'s replica gauges too (a KV bucket's `KV_<bucket>` declared in a
+        start-up hook: `ServiceRuntime.watch_stream`)."""
+        self.watched[stream] = replicas
+        if self._stream_metrics is not None:
+            self._stream_metrics.configured.labels(stream).set(replicas)
+
+    async def refresh_replicas(self) -> None:
+        """Read each watched stream's info and set its replica gauges (a periodic task: a
+        stream that cannot be read now is skipped and logged, read again at the next run)."""
+        if self._js is None or self._stream_metrics is None:
+            return
+        for stream in list(self.watched):
+            try:
+                info = await self._js.stream_info(stream)
+            except Exception as e:
+                log.debug("stream %s: replicas not read: %s", stream, e)
+                continue
+            self._stream_metrics.replicas.labels(stream).set(current_replicas(info))
 
     def add_consumer(self, spec: ConsumerSpec[Any]) -> None:
         if any(c.name == spec.name for c in self.consumers):
@@ -729,15 +797,26 @@ class JetStreamKit:
         `replicas`: NATS_STREAM_REPLICAS, for every stream whose spec names none and for the
         dead-letter streams (see `ensure_stream`).
         """
-        js = nc.jetstream()
+        js = self._js = nc.jetstream()
         declared: list[StreamSpec | api.StreamConfig] = list(self.streams)
         if self.consumers:
             declared += [dead_letter_stream_config(replicas), advisory_stream_config(replicas)]
+        if declared and self._stream_metrics is None:
+            self._stream_metrics = StreamMetrics(self._service_metrics)
+            for name, count in self.watched.items():
+                self._stream_metrics.configured.labels(name).set(count)
         scaled: list[api.StreamInfo] = []
         for stream in declared:
             info, grew = await _declare_stream(js, stream, replicas)
             if grew:
                 scaled.append(info)
+            name = info.config.name or ""
+            self.watch(
+                name,
+                (stream.replicas or replicas)
+                if isinstance(stream, StreamSpec)
+                else (stream.num_replicas or 1),
+            )
         # The server copies a scaled-up stream to its new nodes (~10 s each, in the background)
         # and refuses consumers on it meanwhile: wait for all of them at once.
         await asyncio.gather(

@@ -68,6 +68,7 @@ def create_app(settings: Settings | None = None, *, clock: Clock = utc_now) -> F
         kv = await lease_bucket(
             js, LEASE_BUCKET, ttl_s=settings.lease_ttl_s, replicas=rt.stream_replicas
         )
+        rt.watch_stream(f"KV_{LEASE_BUCKET}")
         lease = KvLease(
             kv, NIGHT_LEASE_KEY, holder=default_holder_id(NAME), ttl_s=settings.lease_ttl_s
         )
