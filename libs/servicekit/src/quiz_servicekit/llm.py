@@ -134,6 +134,8 @@ class LlmClient:
             timeout = answer_by - now
             if repeats:
                 timeout = max(timeout, min(self.repeat_timeout_s, give_up_at - now))
+            if timeout <= 0:
+                raise self._not_answered(f"no reply within {give_up_at - started:g} s")
             try:
                 return await self._send(call, timeout)
             except NotAnswered as e:
@@ -143,15 +145,14 @@ class LlmClient:
                         await asyncio.sleep(pause)
                         pause = min(1.0, pause * 2)
                         continue
-                elif self._may_repeat(call, repeats) and loop.time() < give_up_at:
+                    raise self._not_answered(e.message) from e
+                if self._may_repeat(call, repeats) and loop.time() < give_up_at:
                     repeats += 1
                     continue
-                else:
-                    why = f"{subjects.LLM_COMPLETE} did not answer within {answer_by - started:g} s"
-                    if repeats:
-                        why += f", nor {repeats} repeat(s) of request_id {call.request_id!r}"
-                    raise self._not_answered(why) from e
-                raise self._not_answered(e.message) from e
+                why = f"{subjects.LLM_COMPLETE} did not answer within {answer_by - started:g} s"
+                if repeats:
+                    why += f", nor {repeats} repeat(s) of request_id {call.request_id!r}"
+                raise self._not_answered(why) from e
             except _ConnectionLost as e:
                 if self._may_repeat(call, repeats):
                     repeats += 1
@@ -190,7 +191,8 @@ class LlmClient:
         """Wait (until the loop time `until`) for the connection; False if closed or too late."""
         loop = asyncio.get_running_loop()
         while not self._nc.is_connected:
-            if self._nc.is_closed or loop.time() >= until:
+            # Draining or closed: the service is stopping, no reconnect is coming.
+            if self._nc.is_closed or self._nc.is_draining or loop.time() >= until:
                 return False
             await asyncio.sleep(WATCH_S)
         return True
@@ -215,8 +217,10 @@ class LlmClient:
                 done, _ = await asyncio.wait({sent}, timeout=WATCH_S)
                 if done:
                     return sent.result()
+                # Reconnecting (or reconnected since the send): a reply published meanwhile
+                # is gone. A draining connection still delivers what comes: not a loss.
                 if call.request_id is not None and (
-                    not self._nc.is_connected or self._nc.stats["reconnects"] != reconnects
+                    self._nc.is_reconnecting or self._nc.stats["reconnects"] != reconnects
                 ):
                     raise _ConnectionLost
         finally:
