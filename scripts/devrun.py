@@ -1,7 +1,9 @@
 """`make run`: the whole system on embedded defaults, as separate processes, with clean shutdown.
 
-Starts a nats-server with JetStream (data under .data/nats) unless NATS_URL names one, creates a
-dev JWT signing key on first run, then runs the six services with prefixed, coloured logs.
+Starts a nats-server with JetStream (data under .data/nats) unless NATS_URL names one (or, comma-
+separated, the nodes of a cluster: the services take the list, and NATS_STREAM_REPLICAS, from the
+environment), creates a dev JWT signing key on first run, then runs the six services with
+prefixed, coloured logs.
 Ctrl-C (or SIGTERM) stops every child; children also die with this process (PDEATHSIG).
 
 One at a time per data dir (scripts/runinfo.py): a second `make run` refuses, naming the first's

@@ -190,6 +190,44 @@ def panels() -> list[dict[str, Any]]:
             unit="reqps",
         ),
         _panel(
+            "Consumer slots in flight vs the limit (per replica)",
+            [
+                (
+                    "max by (__name__, consumer, instance) "
+                    '({__name__=~"quiz_.+_consumer_messages_in_flight"})',
+                    "{{__name__}} {{consumer}} {{instance}}",
+                ),
+                (
+                    'max by (consumer) ({__name__=~"quiz_.+_consumer_max_in_flight"})',
+                    "limit {{consumer}}",
+                ),
+            ],
+        ),
+        _panel(
+            "Stream replicas: current vs declared",
+            [
+                (
+                    'min by (stream) ({__name__=~"quiz_.+_stream_replicas"})',
+                    "current {{stream}}",
+                ),
+                (
+                    'max by (stream) ({__name__=~"quiz_.+_stream_replicas_configured"})',
+                    "declared {{stream}}",
+                ),
+            ],
+        ),
+        _panel(
+            "Internal answers and the unwritten settle journal",
+            [
+                (
+                    "sum by (__name__) "
+                    '(increase({__name__=~"quiz_.+_nats_requests_total", outcome="internal"}[1h]))',
+                    "NATS internal (1 h) {{__name__}}",
+                ),
+                ("max(quiz_llm_gateway_settle_journal_pending)", "settles not in the ledger"),
+            ],
+        ),
+        _panel(
             "Dead letters written (1 h)",
             [
                 (

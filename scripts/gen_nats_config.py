@@ -45,6 +45,8 @@ HELM_HEADER = """\
 # Each service reads its own password from the Secret `nats-credentials` of its namespace
 # (keys NATS_USER, NATS_PASSWORD; docs/operations.md, "The locked bus"). max_payload is
 # quiz_contracts.subjects.NATS_MAX_PAYLOAD: the contracts' size maxima derive from it.
+# cluster.replicas (3) is what deploy/k8s/overlays/prod counts on: its NATS_URL lists the three
+# pods and NATS_STREAM_REPLICAS=3 puts every stream and KV bucket on all of them.
 """
 
 

@@ -38,8 +38,10 @@ async def open_poll(nats_url: str, body: dict[str, object]) -> dict[str, object]
         pass  # the one failure is reported by main
 
     # No reconnect: a refused connection (wrong port, no credentials) fails at once.
+    # NATS_URL may list a cluster's nodes, comma-separated (docs/operations.md).
+    servers = [u.strip() for u in nats_url.split(",") if u.strip()]
     nc = await nats.connect(
-        nats_url,
+        servers,
         connect_timeout=3,
         allow_reconnect=False,
         max_reconnect_attempts=0,

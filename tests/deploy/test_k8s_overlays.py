@@ -232,3 +232,32 @@ def test_nats_helm_values_run_jetstream_on_three_replicas_with_the_accounts() ->
     assert {u["user"] for u in users} >= SERVICES
     for u in users:
         assert u["password"].startswith("<< $QUIZ_NATS_PASSWORD_"), "no password in the values"
+
+
+def test_prod_lists_the_three_nats_nodes_and_replicates_every_stream_on_them(
+    k8s_render: Callable[[str], Docs],
+) -> None:
+    import yaml
+
+    values = yaml.safe_load((ROOT / "deploy" / "helm" / "nats-values.yaml").read_text())
+    nodes = values["config"]["cluster"]["replicas"]
+    docs = k8s_render("prod")
+    for namespace in ("quiz", "quiz-runner"):
+        config = [
+            d["data"]
+            for d in of_kind(docs, "ConfigMap")
+            if d["metadata"].get("namespace") == namespace
+            and d["metadata"]["name"].startswith("quiz-platform-config")
+        ]
+        assert len(config) == 1, namespace
+        assert config[0]["NATS_STREAM_REPLICAS"] == str(nodes)
+        assert config[0]["NATS_URL"].split(",") == [
+            f"nats://nats-{i}.nats-headless.quiz-bus.svc.cluster.local:4222" for i in range(nodes)
+        ]
+    # The dev overlay's single node: one replica, the default.
+    dev = [
+        d["data"]
+        for d in of_kind(k8s_render("dev"), "ConfigMap")
+        if d["metadata"]["name"].startswith("quiz-platform-config")
+    ]
+    assert dev and all(c.get("NATS_STREAM_REPLICAS", "1") == "1" for c in dev)

@@ -152,8 +152,20 @@ class ServiceRuntime:
     def js(self) -> JetStreamContext:
         return self.nc.jetstream()
 
+    @property
+    def stream_replicas(self) -> int:
+        """NATS_STREAM_REPLICAS: what a stream or KV bucket the service declares itself (in its
+        start-up hook: `ensure_stream(…, replicas=)`, `lease_bucket(…, replicas=)`) is given."""
+        return self.settings.nats_stream_replicas
+
+    def watch_stream(self, stream: str, replicas: int | None = None) -> None:
+        """Export the replica gauges of a stream declared outside `add_stream` (a KV bucket's
+        `KV_<bucket>` from a start-up hook), declared with `replicas` (NATS_STREAM_REPLICAS)."""
+        self.background.jetstream.watch(stream, replicas or self.stream_replicas)
+
     def add_stream(self, spec: StreamSpec) -> None:
-        """A stream this service owns, created or updated to `spec` at start-up."""
+        """A stream this service owns, created or updated to `spec` at start-up (with
+        NATS_STREAM_REPLICAS replicas unless the spec names its own)."""
         self.background.add_stream(spec)
 
     def add_consumer(self, spec: ConsumerSpec[Any]) -> None:
@@ -176,7 +188,7 @@ class ServiceRuntime:
 
     async def _start_background(self) -> None:
         """Consumers and periodic tasks, once NATS is connected and the service is built."""
-        await self.background.start(self.nc)
+        await self.background.start(self.nc, replicas=self.stream_replicas)
         if self.background.has_consumers:
             self.add_ready_check("consumers", self.background.ready)
 

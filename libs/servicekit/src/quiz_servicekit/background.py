@@ -14,7 +14,12 @@ from typing import Any
 
 from nats.aio.client import Client as NATS
 
-from quiz_servicekit.jetstream import ConsumerSpec, JetStreamKit, StreamSpec
+from quiz_servicekit.jetstream import (
+    REPLICA_CHECK_INTERVAL_S,
+    ConsumerSpec,
+    JetStreamKit,
+    StreamSpec,
+)
 from quiz_servicekit.metrics import ServiceMetrics
 from quiz_servicekit.periodic import PeriodicMetrics, PeriodicTask
 
@@ -63,8 +68,20 @@ class BackgroundWork:
     def has_consumers(self) -> bool:
         return bool(self.jetstream.consumers)
 
-    async def start(self, nc: NATS) -> None:
-        await self.jetstream.start(nc)
+    async def start(self, nc: NATS, *, replicas: int = 1) -> None:
+        """Declare and start everything; `replicas`: NATS_STREAM_REPLICAS of the streams.
+
+        With streams to watch, a periodic task `stream_replicas` keeps their replica gauges
+        (quiz_servicekit.jetstream) current.
+        """
+        await self.jetstream.start(nc, replicas=replicas)
+        if self.jetstream.watched and not any(p.name == "stream_replicas" for p in self.periodic):
+            self.add_periodic(
+                "stream_replicas",
+                REPLICA_CHECK_INTERVAL_S,
+                self.jetstream.refresh_replicas,
+                run_at_start=True,
+            )
         for task in self.periodic:
             task.start()
 

@@ -39,7 +39,7 @@ from nats.js import JetStreamContext, api
 from nats.js.errors import APIError, NotFoundError
 from pydantic import BaseModel
 
-from quiz_servicekit.natsio import inbox_prefix_for
+from quiz_servicekit.natsio import inbox_prefix_for, nats_servers
 
 DEAD_LETTER_STREAM = "DLQ"
 DEAD_LETTER_PREFIX = "dlq"
@@ -73,8 +73,8 @@ class DeadLetterReason(StrEnum):
     terminated = "terminated"  # the server's advisory: terminated outside the kit
 
 
-def dead_letter_stream_config() -> api.StreamConfig:
-    """`DLQ`: dead letters kept 30 days, one subject per dead message."""
+def dead_letter_stream_config(replicas: int = 1) -> api.StreamConfig:
+    """`DLQ`: dead letters kept 30 days, one subject per dead message, on `replicas` nodes."""
     return api.StreamConfig(
         name=DEAD_LETTER_STREAM,
         description="Dead letters of every JetStream consumer (quiz_servicekit.dead_letters)",
@@ -83,12 +83,13 @@ def dead_letter_stream_config() -> api.StreamConfig:
         storage=api.StorageType.FILE,
         max_age=30 * DAY_S,
         duplicate_window=600,
-        num_replicas=1,
+        num_replicas=replicas,
     )
 
 
-def advisory_stream_config() -> api.StreamConfig:
-    """`DLQ_ADVISORIES`: the two advisories, kept until the forwarder of their consumer acks."""
+def advisory_stream_config(replicas: int = 1) -> api.StreamConfig:
+    """`DLQ_ADVISORIES`: the two advisories, kept until the forwarder of their consumer acks,
+    on `replicas` nodes."""
     return api.StreamConfig(
         name=ADVISORY_STREAM,
         description="Consumer advisories awaiting their dead-letter forwarder",
@@ -97,7 +98,7 @@ def advisory_stream_config() -> api.StreamConfig:
         retention=api.RetentionPolicy.INTEREST,
         storage=api.StorageType.FILE,
         max_age=7 * DAY_S,
-        num_replicas=1,
+        num_replicas=replicas,
     )
 
 
@@ -352,7 +353,9 @@ def _print_letter(letter: DeadLetter, *, full: bool) -> None:
 
 
 async def _cli(args: argparse.Namespace) -> int:
-    nc = await nats.connect(args.nats_url, inbox_prefix=inbox_prefix_for(args.nats_url))
+    nc = await nats.connect(
+        servers=nats_servers(args.nats_url), inbox_prefix=inbox_prefix_for(args.nats_url)
+    )
     try:
         js = nc.jetstream()
         if args.command == "list":

@@ -19,7 +19,7 @@ import nats
 from quiz_contracts.errors import ContractError, ErrorCode
 from quiz_contracts.llm import Purpose
 from quiz_servicekit.llm import LlmClient
-from quiz_servicekit.natsio import inbox_prefix_for
+from quiz_servicekit.natsio import inbox_prefix_for, nats_servers
 
 GROUP = "quiz_eval"
 
@@ -85,7 +85,7 @@ async def harness_gateway(nats_url: str, name: str, purpose: Purpose) -> AsyncIt
     `llm_failed`) when `llm.v1.availability` says no model can be called. Drains on exit.
     """
     nc = await nats.connect(
-        nats_url,
+        servers=nats_servers(nats_url),
         name=name,
         connect_timeout=5,
         max_reconnect_attempts=2,

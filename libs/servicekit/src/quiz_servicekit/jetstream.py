@@ -7,7 +7,10 @@ A service declares what it consumes next to its endpoints (`consumers.py`):
 
 At start-up every stream and consumer is created, or updated to the declared config; a change
 the server cannot apply (retention, storage, deliver policy…) stops the start with a
-`JetStreamConfigError` that names the fields. Each consumer is a durable pull consumer with
+`JetStreamConfigError` that names the fields. Streams (and the dead-letter streams) take their
+replicas from the service's NATS_STREAM_REPLICAS unless the spec names its own; a stream found
+with fewer replicas is scaled up (logged), one found with more keeps them (never scaled down:
+another service, or an operator, may want more). Each consumer is a durable pull consumer with
 explicit acks, `max_deliver` and `ack_wait`; a worker fetches while it has free slots
 (`max_in_flight` messages at once) and hands each message to its own task, which:
 
@@ -28,7 +31,13 @@ Metrics (prefix `quiz_<service>_`):
 - `consumer_messages_total{consumer,outcome}`: outcome `ok`, `retry`, `invalid`, `permanent`,
   `exhausted` or `interrupted` (nak'ed at shutdown)
 - `consumer_message_duration_seconds{consumer}` and `consumer_messages_in_flight{consumer}`
+- `consumer_max_in_flight{consumer}`: the consumer's `max_in_flight` (in flight at it: no free
+  slot on this replica)
 - `dead_letters_total{consumer,reason}`: dead letters written by this service
+- `stream_replicas{stream}`: the stream's current replicas (its leader and the followers caught
+  up with it; 0 without a leader), `stream_replicas_configured{stream}`: what the service
+  declared (NATS_STREAM_REPLICAS or the spec's) — for every stream, dead-letter stream and
+  watched KV bucket stream, read from stream info every `REPLICA_CHECK_INTERVAL_S`
 """
 
 from __future__ import annotations
@@ -74,6 +83,8 @@ DAY_S = 86_400.0
 _STREAM_EXISTS_OTHERWISE = 10058
 # Handler durations: consumers do slow work (model calls), so the buckets reach minutes.
 WORK_BUCKETS = (*LATENCY_BUCKETS, 120, 300, 600)
+# How often the streams' replica gauges are read from stream info (one request per stream).
+REPLICA_CHECK_INTERVAL_S = 30.0
 
 
 class JetStreamConfigError(RuntimeError):
@@ -94,10 +105,12 @@ class StreamSpec:
     duplicate_window_s: float = 120.0
     max_msg_size: int = 1 << 20
     storage: Literal["file", "memory"] = "file"
-    replicas: int = 1
+    # None: the service's NATS_STREAM_REPLICAS (ServiceSettings.nats_stream_replicas).
+    replicas: int | None = None
     description: str = ""
 
-    def to_config(self) -> api.StreamConfig:
+    def to_config(self, replicas: int = 1) -> api.StreamConfig:
+        """The server's config; `replicas` when the spec names none."""
         return api.StreamConfig(
             name=self.name,
             description=self.description or None,
@@ -107,7 +120,7 @@ class StreamSpec:
             max_age=self.max_age_s,
             duplicate_window=self.duplicate_window_s,
             max_msg_size=self.max_msg_size,
-            num_replicas=self.replicas,
+            num_replicas=self.replicas or replicas,
         )
 
 
@@ -217,18 +230,52 @@ def _plain(value: object) -> str:
 
 
 async def ensure_stream(
-    js: JetStreamContext, spec: StreamSpec | api.StreamConfig
+    js: JetStreamContext, spec: StreamSpec | api.StreamConfig, *, replicas: int | None = None
 ) -> api.StreamInfo:
-    """Create the stream or update it to the declared config; JetStreamConfigError if impossible."""
-    config = spec.to_config() if isinstance(spec, StreamSpec) else spec
+    """Create the stream or update it to the declared config; JetStreamConfigError if impossible.
+
+    `replicas` (the service's NATS_STREAM_REPLICAS) applies where the spec names none (a
+    StreamSpec's `replicas=None`) and overrides a StreamConfig's `num_replicas`. An existing
+    stream with fewer replicas is scaled up to them (the server copies it to the new nodes in
+    the background); one with more keeps its count. A single node refuses more than one
+    replica: JetStreamConfigError naming the setting. A scale-up returns once the new
+    replicas are current (`wait_replicated`).
+    """
+    info, scaled = await _declare_stream(js, spec, replicas)
+    if scaled:
+        info = await wait_replicated(js, info.config.name or "", info.config.num_replicas or 1)
+    return info
+
+
+async def _declare_stream(
+    js: JetStreamContext, spec: StreamSpec | api.StreamConfig, replicas: int | None
+) -> tuple[api.StreamInfo, bool]:
+    """`ensure_stream` without the wait: the stream's info, and whether it was scaled up."""
+    if isinstance(spec, StreamSpec):
+        config = spec.to_config(replicas or 1)
+    else:
+        config = spec if replicas is None else spec.evolve(num_replicas=replicas)
     name = config.name
     try:
-        return await js.add_stream(config)
+        return await js.add_stream(config), False
     except APIError as e:
         if e.err_code != _STREAM_EXISTS_OTHERWISE:
-            raise JetStreamConfigError(f"stream {name}: {e.description}") from e
+            hint = (
+                f" (declared with {config.num_replicas} replicas: NATS_STREAM_REPLICAS must not "
+                "exceed the JetStream nodes of the cluster, and is 1 on a single server)"
+                if (config.num_replicas or 1) > 1
+                else ""
+            )
+            raise JetStreamConfigError(f"stream {name}: {e.description}{hint}") from e
     existing = await js.stream_info(str(name))
+    have = existing.config.num_replicas or 1
+    want = config.num_replicas or 1
+    if have > want:
+        # Never scale down: a replica count set higher elsewhere is kept.
+        config = config.evolve(num_replicas=have)
     changes = _differences(config, existing.config)
+    if not changes:
+        return existing, False
     try:
         info = await js.update_stream(config)
     except APIError as e:
@@ -238,7 +285,36 @@ async def ensure_stream(
             "declaration back, or migrate the stream by hand (docs/jetstream.md)."
         ) from e
     log.info("stream %s updated to its declared config: %s", name, "; ".join(changes))
-    return info
+    if want > have:
+        log.warning(
+            "stream %s scaled up from %d to %d replicas (NATS_STREAM_REPLICAS)", name, have, want
+        )
+    return info, want > have
+
+
+async def wait_replicated(
+    js: JetStreamContext, stream: str, replicas: int, *, timeout_s: float = 60.0
+) -> api.StreamInfo:
+    """Wait until `stream` has a leader and `replicas - 1` current followers, after a scale-up.
+
+    The new peers copy the stream in the background; until they are current the server refuses
+    to create consumers on it (`insufficient resources`), so a start-up that scaled a stream up
+    waits here. JetStreamConfigError after `timeout_s` (a stream too large to copy in that time
+    is scaled by hand: docs/operations.md "Running on a cluster").
+    """
+    deadline = time.monotonic() + timeout_s
+    while True:
+        info = await js.stream_info(stream)
+        cluster = info.cluster
+        followers = [p for p in (cluster.replicas or []) if p.current] if cluster else []
+        if cluster is not None and cluster.leader and len(followers) >= replicas - 1:
+            return info
+        if time.monotonic() > deadline:
+            raise JetStreamConfigError(
+                f"stream {stream}: {len(followers) + 1} of {replicas} replicas current after "
+                f"{timeout_s:g} s of scaling up"
+            )
+        await asyncio.sleep(0.2)
 
 
 async def ensure_consumer(
@@ -340,6 +416,41 @@ class ConsumerMetrics:
             ["consumer", "reason"],
             registry=r,
         )
+        self.max_in_flight = Gauge(
+            f"{p}_consumer_max_in_flight",
+            "Messages a consumer handles at once on this replica (its max_in_flight).",
+            ["consumer"],
+            registry=r,
+        )
+
+
+class StreamMetrics:
+    """Replicas of the streams a service declares: current and configured, by stream."""
+
+    def __init__(self, metrics: ServiceMetrics) -> None:
+        p, r = metrics.prefix, metrics.registry
+        self.replicas = Gauge(
+            f"{p}_stream_replicas",
+            "Current replicas of a stream: its leader and the followers caught up with it.",
+            ["stream"],
+            registry=r,
+        )
+        self.configured = Gauge(
+            f"{p}_stream_replicas_configured",
+            "Replicas the service declares for a stream (NATS_STREAM_REPLICAS or its spec's).",
+            ["stream"],
+            registry=r,
+        )
+
+
+def current_replicas(info: api.StreamInfo) -> int:
+    """The leader and its current, online followers; 1 on a single server; 0 with no leader."""
+    cluster = info.cluster
+    if cluster is None or not (cluster.replicas or cluster.leader):
+        return 1  # a single server: the stream is where it is
+    if not cluster.leader:
+        return 0
+    return 1 + sum(1 for p in cluster.replicas or [] if p.current and not p.offline)
 
 
 def _describe(e: ValidationError) -> str:
@@ -374,6 +485,7 @@ class ConsumerWorker(Generic[M]):
     async def start(self) -> None:
         """Declare the consumer and start fetching."""
         await ensure_consumer(self._js, self.spec.stream, self.spec.to_config())
+        self._metrics.max_in_flight.labels(self.spec.name).set(self.spec.max_in_flight)
         self._sub = await self._js.pull_subscribe_bind(self.spec.name, stream=self.spec.stream)
         self._healthy = True
         self._loop = asyncio.create_task(self._fetch_loop(), name=f"consumer:{self.spec.name}")
@@ -646,24 +758,72 @@ class JetStreamKit:
         self.workers: list[ConsumerWorker[Any]] = []
         self._service_metrics = metrics
         self._metrics: ConsumerMetrics | None = None
+        self._stream_metrics: StreamMetrics | None = None
+        self._js: JetStreamContext | None = None
+        # Stream name → replicas declared: what `refresh_replicas` reads.
+        self.watched: dict[str, int] = {}
 
     def add_stream(self, spec: StreamSpec) -> None:
         self.streams.append(spec)
+
+    def watch(self, stream: str, replicas: int) -> None:
+        """Export `stream`'s replica gauges too (a KV bucket's `KV_<bucket>` declared in a
+        start-up hook: `ServiceRuntime.watch_stream`)."""
+        self.watched[stream] = replicas
+        if self._stream_metrics is not None:
+            self._stream_metrics.configured.labels(stream).set(replicas)
+
+    async def refresh_replicas(self) -> None:
+        """Read each watched stream's info and set its replica gauges (a periodic task: a
+        stream that cannot be read now is skipped and logged, read again at the next run)."""
+        if self._js is None or self._stream_metrics is None:
+            return
+        for stream in list(self.watched):
+            try:
+                info = await self._js.stream_info(stream)
+            except Exception as e:
+                log.debug("stream %s: replicas not read: %s", stream, e)
+                continue
+            self._stream_metrics.replicas.labels(stream).set(current_replicas(info))
 
     def add_consumer(self, spec: ConsumerSpec[Any]) -> None:
         if any(c.name == spec.name for c in self.consumers):
             raise ValueError(f"consumer {spec.name} is declared twice")
         self.consumers.append(spec)
 
-    async def start(self, nc: NATS) -> None:
-        """Declare streams, the dead-letter streams and consumers; start one worker per consumer."""
-        js = nc.jetstream()
-        for stream in self.streams:
-            await ensure_stream(js, stream)
+    async def start(self, nc: NATS, *, replicas: int = 1) -> None:
+        """Declare streams, the dead-letter streams and consumers; start one worker per consumer.
+
+        `replicas`: NATS_STREAM_REPLICAS, for every stream whose spec names none and for the
+        dead-letter streams (see `ensure_stream`).
+        """
+        js = self._js = nc.jetstream()
+        declared: list[StreamSpec | api.StreamConfig] = list(self.streams)
+        if self.consumers:
+            declared += [dead_letter_stream_config(replicas), advisory_stream_config(replicas)]
+        if declared and self._stream_metrics is None:
+            self._stream_metrics = StreamMetrics(self._service_metrics)
+            for name, count in self.watched.items():
+                self._stream_metrics.configured.labels(name).set(count)
+        scaled: list[api.StreamInfo] = []
+        for stream in declared:
+            info, grew = await _declare_stream(js, stream, replicas)
+            if grew:
+                scaled.append(info)
+            name = info.config.name or ""
+            self.watch(
+                name,
+                (stream.replicas or replicas)
+                if isinstance(stream, StreamSpec)
+                else (stream.num_replicas or 1),
+            )
+        # The server copies a scaled-up stream to its new nodes (~10 s each, in the background)
+        # and refuses consumers on it meanwhile: wait for all of them at once.
+        await asyncio.gather(
+            *(wait_replicated(js, i.config.name or "", i.config.num_replicas or 1) for i in scaled)
+        )
         if not self.consumers:
             return
-        await ensure_stream(js, dead_letter_stream_config())
-        await ensure_stream(js, advisory_stream_config())
         if self._metrics is None:
             self._metrics = ConsumerMetrics(self._service_metrics)
         specs = [*self.consumers, dead_letter_forwarder(self.service, self.consumers, js)]

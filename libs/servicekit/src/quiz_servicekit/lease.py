@@ -43,6 +43,8 @@ from nats.js.errors import KeyWrongLastSequenceError as WrongRevision
 from nats.js.kv import KeyValue
 from pydantic import BaseModel, ValidationError
 
+from quiz_servicekit.jetstream import wait_replicated
+
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 Sleep = Callable[[float], Awaitable[None]]
@@ -73,7 +75,9 @@ async def lease_bucket(
 ) -> KeyValue:
     """The KV bucket of one kind of lease, entries expiring `ttl_s` after their last write.
 
-    Idempotent: created when missing, its TTL brought to `ttl_s` when it differs.
+    Idempotent: created when missing with `replicas` (the service's NATS_STREAM_REPLICAS),
+    its TTL brought to `ttl_s` when it differs, its stream (`KV_<bucket>`) scaled up when it
+    has fewer replicas (never down), logged.
     """
     try:
         kv = await js.key_value(bucket)
@@ -87,12 +91,27 @@ async def lease_bucket(
             storage=api.StorageType.FILE,
         )
     status = await kv.status()
-    if status.ttl is None or abs(status.ttl - ttl_s) > 1e-6:
-        config = status.stream_info.config
+    config = status.stream_info.config
+    have = config.num_replicas or 1
+    ttl_differs = status.ttl is None or abs(status.ttl - ttl_s) > 1e-6
+    if ttl_differs or have < replicas:
         await js.update_stream(
-            config.evolve(max_age=ttl_s, duplicate_window=min(config.duplicate_window, ttl_s))
+            config.evolve(
+                max_age=ttl_s,
+                duplicate_window=min(config.duplicate_window or ttl_s, ttl_s),
+                num_replicas=max(have, replicas),
+            )
         )
+    if ttl_differs:
         log.info("lease bucket %s: ttl %s → %s s", bucket, status.ttl, ttl_s)
+    if have < replicas:
+        log.warning(
+            "lease bucket %s scaled up from %d to %d replicas (NATS_STREAM_REPLICAS)",
+            bucket,
+            have,
+            replicas,
+        )
+        await wait_replicated(js, f"KV_{bucket}", replicas)
     return kv
 
 

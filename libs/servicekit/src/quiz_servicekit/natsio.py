@@ -68,11 +68,26 @@ def inbox_prefix_for(url: str, user: str | None = None) -> str:
     return inbox_prefix(user) if user else "_INBOX"
 
 
+def nats_servers(url: str) -> list[str]:
+    """NATS_URL's servers: `nats://a:4222,nats://b:4222` → `["nats://a:4222", "nats://b:4222"]`.
+
+    One URL or a comma-separated list of a cluster's nodes (blanks around commas ignored);
+    ValueError when it names none.
+    """
+    servers = [part.strip() for part in url.split(",") if part.strip()]
+    if not servers:
+        raise ValueError(f"NATS_URL names no server: {url!r}")
+    return servers
+
+
 async def connect_nats(url: str, name: str, **auth: Any) -> NATS:
     """Connect with unbounded reconnects: a broker restart must not kill the service.
 
-    `auth`: `user`/`password`/`tls` keywords of `nats.connect` (see `nats_auth`). Replies
-    arrive under the user's own prefix (`inbox_prefix_for`): the locked bus refuses any other.
+    `url`: one server or a comma-separated list (`nats_servers`); the client tries the nodes
+    in turn, so it starts while some of them, the first listed included, are down, and a
+    reconnect goes to any node of the list. `auth`: `user`/`password`/`tls` keywords of
+    `nats.connect` (see `nats_auth`). Replies arrive under the user's own prefix
+    (`inbox_prefix_for`): the locked bus refuses any other.
     """
 
     async def on_error(e: Exception) -> None:
@@ -85,7 +100,7 @@ async def connect_nats(url: str, name: str, **auth: Any) -> NATS:
         log.info("nats reconnected")
 
     return await nats.connect(
-        servers=[url],
+        servers=nats_servers(url),
         name=name,
         max_reconnect_attempts=-1,
         reconnect_time_wait=0.5,

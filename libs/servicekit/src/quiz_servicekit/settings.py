@@ -18,7 +18,11 @@ class ServiceSettings(BaseSettings):
 
     model_config = SettingsConfigDict(extra="ignore", populate_by_name=True)
 
+    # One server or a comma-separated list of a cluster's nodes (quiz_servicekit.natsio).
     nats_url: str = Field("nats://127.0.0.1:4222", validation_alias=_env("NATS_URL"))
+    # Replicas of every stream, dead-letter stream and KV bucket the service declares (1 on a
+    # single node, 3 on a 3-node cluster); a stream found with fewer is scaled up at start.
+    nats_stream_replicas: int = Field(1, ge=1, le=5, validation_alias=_env("NATS_STREAM_REPLICAS"))
     # The locked bus (quiz_contracts.bus, docs/operations.md "The locked bus"): this service's
     # NATS user and password; or a directory holding `<service>.password` files (dev, tests:
     # the user is then the service's name). Explicit NATS_USER/NATS_PASSWORD win.

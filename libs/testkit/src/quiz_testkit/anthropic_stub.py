@@ -525,6 +525,7 @@ class AnthropicStub(ThreadedServer):
         # GET /v1/models/{id}: the effort levels each model reports (absent: no effort support).
         self.effort_levels: dict[str, list[str]] = {}
         self._requests: list[RecordedRequest] = []
+        self._in_flight = 0
         # Set on the server's loop when a stop begins: slow replies wake instead of waiting.
         self._stopping: asyncio.Event | None = None
         self.app = Starlette(
@@ -558,6 +559,12 @@ class AnthropicStub(ThreadedServer):
         """A snapshot of the requests received so far, in arrival order."""
         with self._lock:
             return list(self._requests)
+
+    @property
+    def in_flight(self) -> int:
+        """`POST /v1/messages` received and not yet answered (slow replies still waiting)."""
+        with self._lock:
+            return self._in_flight
 
     def reset(self) -> None:
         """Forget the script and recorded requests, and restore the initial default."""
@@ -633,6 +640,15 @@ class AnthropicStub(ThreadedServer):
         )
 
     async def _messages(self, request: Request) -> Response:
+        with self._lock:
+            self._in_flight += 1
+        try:
+            return await self._answer(request)
+        finally:
+            with self._lock:
+                self._in_flight -= 1
+
+    async def _answer(self, request: Request) -> Response:
         request_id = f"req_{uuid.uuid4().hex}"
         body = await self._read_json(request, request_id)
         if isinstance(body, Response):

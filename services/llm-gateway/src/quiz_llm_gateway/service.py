@@ -46,6 +46,7 @@ from quiz_llm_gateway.domain.pricing import (
     micros,
     parse_prices,
     usd,
+    with_snapshots,
     worst_case_micros,
 )
 from quiz_llm_gateway.journal import SettleJournal
@@ -86,7 +87,9 @@ class Gateway:
         self.clock = clock
         self.monotonic = monotonic
         self.models = settings.models()
-        self.prices = {**DEFAULT_PRICES, **parse_prices(settings.model_prices)}
+        self.prices = with_snapshots(
+            self.models, {**DEFAULT_PRICES, **parse_prices(settings.model_prices)}
+        )
         check_models_priced(self.models, self.prices)
         self.limits = settings.limits()
         self.cap_micros = micros(settings.daily_cap_usd)

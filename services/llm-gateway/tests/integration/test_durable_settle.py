@@ -34,53 +34,10 @@ from quiz_servicekit.jetstream import ensure_stream
 from quiz_servicekit.metrics import ServiceMetrics
 from quiz_testkit.anthropic_stub import AnthropicStub, StubReply
 from quiz_testkit.nats_server import nats_connect
+from quiz_testkit.tcp_proxy import TcpProxy
 
 from .conftest import HandClock, gateway_settings
 from .test_gateway import request
-
-
-class TcpProxy:
-    """127.0.0.1:port → target; `refuse()` cuts every connection and stops listening."""
-
-    def __init__(self, host: str, port: int) -> None:
-        self.target = (host, port)
-        self.port = 0
-        self._server: asyncio.Server | None = None
-        self._writers: set[asyncio.StreamWriter] = set()
-
-    async def start(self) -> None:
-        self._server = await asyncio.start_server(self._serve, "127.0.0.1", self.port)
-        self.port = self._server.sockets[0].getsockname()[1]
-
-    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        try:
-            up_reader, up_writer = await asyncio.open_connection(*self.target)
-        except OSError:
-            writer.close()
-            return
-        self._writers |= {writer, up_writer}
-
-        async def pipe(src: asyncio.StreamReader, dst: asyncio.StreamWriter) -> None:
-            with contextlib.suppress(Exception):
-                while data := await src.read(65536):
-                    dst.write(data)
-                    await dst.drain()
-            dst.close()
-
-        await asyncio.gather(pipe(reader, up_writer), pipe(up_reader, writer))
-
-    async def accept(self) -> None:
-        """Listen again, on the same port."""
-        if self._server is None:
-            self._server = await asyncio.start_server(self._serve, "127.0.0.1", self.port)
-
-    async def refuse(self) -> None:
-        if self._server is not None:
-            self._server.close()
-            self._server = None
-        for writer in list(self._writers):
-            writer.transport.abort()
-        self._writers.clear()
 
 
 class Outage:
@@ -96,15 +53,14 @@ class Outage:
         if self.dialect != "postgresql":
             return self.url
         parsed = make_url(self.url)
-        self.proxy = TcpProxy(parsed.host or "127.0.0.1", parsed.port or 5432)
-        await self.proxy.start()
+        self.proxy = TcpProxy(parsed.host or "127.0.0.1", parsed.port or 5432).start()
         return parsed.set(host="127.0.0.1", port=self.proxy.port).render_as_string(
             hide_password=False
         )
 
     async def begin(self) -> None:
         if self.proxy is not None:
-            await self.proxy.refuse()
+            self.proxy.refuse()
         else:
             path = make_url(self.url).database
             assert path
@@ -121,7 +77,7 @@ class Outage:
         """The database answers the gateway again (the proxy listens again)."""
         self.end()
         if self.proxy is not None:
-            await self.proxy.accept()
+            self.proxy.accept()
 
 
 def build_gateway(
@@ -155,7 +111,7 @@ async def outage(migrated_url: str) -> AsyncIterator[Outage]:
     yield o
     o.end()
     if o.proxy is not None:
-        await o.proxy.refuse()
+        o.proxy.stop()
 
 
 async def test_a_settle_survives_a_stop_while_the_database_refuses(

@@ -15,7 +15,9 @@ from quiz_llm_gateway.domain.pricing import (
     estimate_input_tokens,
     micros,
     parse_prices,
+    price_for,
     usd,
+    with_snapshots,
     worst_case_micros,
 )
 from quiz_llm_gateway.service import Gateway
@@ -90,3 +92,32 @@ def test_money_conversions_are_exact() -> None:
     assert micros(Decimal("0.0000019")) == 1
     assert usd(1) == Decimal("0.000001")
     assert str(usd(12_345_678)) == "12.345678"
+
+
+def test_a_dated_snapshot_of_a_listed_model_takes_its_price() -> None:
+    listed = {"claude-sonnet-5": ModelPrice(Decimal("2"), Decimal("10"))}
+    assert price_for("claude-sonnet-5-20260115", listed) == listed["claude-sonnet-5"]
+    assert price_for("claude-sonnet-5", listed) == listed["claude-sonnet-5"]
+    # Only a date: another model whose id extends a listed one keeps no price of its own.
+    assert price_for("claude-sonnet-5-5", listed) is None
+    assert price_for("claude-sonnet-5-2026011", listed) is None
+    assert price_for("claude-sonnet-5-20261399", listed) is None
+    assert price_for("claude-sonnet-5-20260115-preview", listed) is None
+    assert price_for("claude-opus-5-20260115", listed) is None
+    # A snapshot listed with its own price keeps it.
+    own = {**listed, "claude-sonnet-5-20260115": ModelPrice(Decimal("1"), Decimal("1"))}
+    assert price_for("claude-sonnet-5-20260115", own) == own["claude-sonnet-5-20260115"]
+    check_models_priced({"review": "claude-sonnet-5-20260115"}, listed)
+    with pytest.raises(PricingError, match="claude-sonnet-5-5"):
+        check_models_priced({"review": "claude-sonnet-5-5"}, listed)
+    prices = with_snapshots({"review": "claude-sonnet-5-20260115", "poll": "x-9"}, listed)
+    assert prices["claude-sonnet-5-20260115"] == listed["claude-sonnet-5"]
+    assert "x-9" not in prices
+
+
+def test_a_replica_starts_on_a_providers_new_snapshot_name() -> None:
+    # A snapshot no built-in price names: the gateway prices it as its listed model.
+    settings = Settings(purpose_models={"review": "claude-sonnet-4-6-20260301"})
+    Gateway.check_settings(settings)
+    prices = with_snapshots(settings.models(), DEFAULT_PRICES)
+    assert prices["claude-sonnet-4-6-20260301"] == DEFAULT_PRICES["claude-sonnet-4-6"]

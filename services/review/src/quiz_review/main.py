@@ -61,11 +61,14 @@ def create_app(settings: Settings | None = None, *, clock: Clock = utc_now) -> F
             try:
                 await js.stream_info(subjects.QUESTIONS_STREAM)
             except NotFoundError:
-                await ensure_stream(js, consumers.QUESTIONS_STREAM)
+                await ensure_stream(js, consumers.QUESTIONS_STREAM, replicas=rt.stream_replicas)
                 log.info(
                     "declared stream %s (the question store owns it)", subjects.QUESTIONS_STREAM
                 )
-        kv = await lease_bucket(js, LEASE_BUCKET, ttl_s=settings.lease_ttl_s)
+        kv = await lease_bucket(
+            js, LEASE_BUCKET, ttl_s=settings.lease_ttl_s, replicas=rt.stream_replicas
+        )
+        rt.watch_stream(f"KV_{LEASE_BUCKET}")
         lease = KvLease(
             kv, NIGHT_LEASE_KEY, holder=default_holder_id(NAME), ttl_s=settings.lease_ttl_s
         )

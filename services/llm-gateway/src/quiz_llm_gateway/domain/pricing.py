@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+import re
+from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import datetime
 from decimal import ROUND_CEILING, Decimal
 from typing import Any
 
@@ -65,11 +68,48 @@ def parse_prices(raw: dict[str, Any]) -> dict[str, ModelPrice]:
     return prices
 
 
-def check_models_priced(models: dict[str, str], prices: dict[str, ModelPrice]) -> None:
-    """Refuse to start when a purpose's model has no price."""
-    missing = sorted({m for m in models.values() if m not in prices})
+# A provider's snapshot of a model: the model's id, "-", the snapshot's date as YYYYMMDD.
+_DATED = re.compile(r"(?P<base>.+)-(?P<date>\d{8})")
+
+
+def price_for(model: str, prices: Mapping[str, ModelPrice]) -> ModelPrice | None:
+    """`model`'s price: its own entry, else — for a dated snapshot `<listed id>-YYYYMMDD`
+    (`claude-sonnet-4-5-20250929` of `claude-sonnet-4-5`) — the listed model's; None otherwise.
+
+    The platform gives any `<listed id>-…` the listed price; only a date suffix does here:
+    `claude-sonnet-5-5` (another model, another price) must not pass for `claude-sonnet-5`.
+    A date that is not a calendar day (`…-20251399`) is no snapshot.
+    """
+    if model in prices:
+        return prices[model]
+    dated = _DATED.fullmatch(model)
+    if dated is None or dated["base"] not in prices:
+        return None
+    try:
+        datetime.strptime(dated["date"], "%Y%m%d")
+    except ValueError:
+        return None
+    return prices[dated["base"]]
+
+
+def check_models_priced(models: dict[str, str], prices: Mapping[str, ModelPrice]) -> None:
+    """Refuse to start when a purpose's model has no price (its own, or its dated base's)."""
+    missing = sorted({m for m in models.values() if price_for(m, prices) is None})
     if missing:
         raise PricingError(f"no price for model(s) {', '.join(missing)}: set MODEL_PRICES")
+
+
+def with_snapshots(
+    models: dict[str, str], prices: Mapping[str, ModelPrice]
+) -> dict[str, ModelPrice]:
+    """`prices` plus an entry for each purpose's model priced through its dated base, so a
+    replica starts on a provider's new snapshot name (PURPOSE_MODELS) without MODEL_PRICES."""
+    out = dict(prices)
+    for model in models.values():
+        price = price_for(model, prices)
+        if price is not None:
+            out.setdefault(model, price)
+    return out
 
 
 def estimate_input_tokens(
