@@ -1,15 +1,17 @@
 # The README's commands. `make run` and `make test` create the environment when it is missing.
 SHELL := /bin/bash
-UV := $(shell command -v uv 2>/dev/null || echo "python3 -m uv")
+# uv from PATH, else the one scripts/bootstrap-uv.sh installs under .data/tools (PEP 668 forbids
+# pip into Debian's and Ubuntu's Python, so never there).
 export PATH := $(CURDIR)/.data/tools/bin:$(PATH)
+UV := uv
 
-.PHONY: run test lint typecheck unit bench token docs env clean images compose-env test-deploy pages poll-demo
+.PHONY: run test lint typecheck unit bench token url docs env clean images compose-env test-deploy pages poll-demo
 
 env: .venv/.synced
 
 # Set-up talks on stderr only, so `make -s token` prints the token alone even on a fresh clone.
 .venv/.synced: pyproject.toml uv.lock libs/*/pyproject.toml services/*/pyproject.toml
-	@command -v uv >/dev/null 2>&1 || python3 -m uv --version >/dev/null 2>&1 || python3 -m pip install --quiet uv >&2
+	@command -v uv >/dev/null 2>&1 || scripts/bootstrap-uv.sh
 	@echo "$(UV) sync --frozen --all-packages --compile-bytecode" >&2
 	@# Bytecode compiled once here: with PYTHONDONTWRITEBYTECODE set (as on these machines and
 	@# CI) every service process would otherwise compile its libraries anew (~10 s of CPU for
@@ -17,6 +19,8 @@ env: .venv/.synced
 	@$(UV) sync --frozen --all-packages --compile-bytecode >&2
 	@touch $@
 
+# `make run DEMO=1`: without a key, the model is the test kit's stub answering canned replies for
+# the documented examples, labelled as such (README, "Demo mode").
 run: env
 	$(UV) run --no-sync python scripts/devrun.py
 
@@ -42,11 +46,20 @@ bench: env
 token: env
 	@$(UV) run --no-sync python scripts/devtoken.py --sub "$${SUB:-teacher-1}" --grants "$${GRANTS:-}"
 
-# Everything `make run` and `make test` leave is under .data (the runner's state too); a docker
-# job dir of a killed runner may still be a tmpfs mount there.
+# With `make run` going: `make -s url S=editor-assist` prints that service's base URL alone (S=nats
+# the bus's, AS=platform as that user of the locked bus); `make url` all of them. From the file
+# `make run` writes (.data/urls), so no command assumes a port. The system's python3: no set-up.
+# (AS is also make's built-in name of the assembler: only an AS given to make counts.)
+url:
+	@python3 scripts/runinfo.py $(S) $(if $(filter command line environment,$(origin AS)),--as $(AS))
+
+# Everything `make run` and `make test` leave is under .data (the runner's state too; a docker
+# job dir of a killed runner may still be a tmpfs mount there), plus the dev key `make
+# compose-env` copies for the dev overlay and Python's bytecode caches.
 clean:
 	-@awk '$$2 ~ "^$(CURDIR)/.data/" {print $$2}' /proc/self/mounts | xargs -r umount -l 2>/dev/null
-	rm -rf .data .venv
+	rm -rf .data .venv deploy/k8s/overlays/dev/jwks.json
+	find . -name node_modules -prune -o -name __pycache__ -type d -prune -exec rm -rf {} +
 
 docs: env
 	$(UV) run --no-sync python scripts/gen_asyncapi.py

@@ -41,7 +41,6 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import nats
 import psutil
 
 from quiz_contracts.lesson import MAX_FIX_DOC_CHARS, Lesson
@@ -54,7 +53,7 @@ from quiz_lesson_fix.model_call import gateway_complete
 from quiz_servicekit.llm import LlmClient
 from quiz_testkit.anthropic_stub import AnthropicStub, StubReply
 from quiz_testkit.jwt_keys import SigningKeys
-from quiz_testkit.nats_server import NatsServer
+from quiz_testkit.nats_server import NatsServer, nats_connect
 from quiz_testkit.processes import ServiceProcess
 from quiz_testkit.siteverify_stub import DEFAULT_SECRET, SiteverifyStub
 
@@ -287,7 +286,7 @@ async def bench_fix_requests(big: dict[str, Any], runs: int) -> None:
     try:
         gateway.start()
         service.start()
-        nc = await nats.connect(nats_server.url)
+        nc = await nats_connect(nats_server.url)
         llm = LlmClient(nc)
         bearer = {"authorization": f"Bearer {keys.mint('bench-author', LESSONS_GRANT)}"}
         async with httpx.AsyncClient(base_url=service.url, timeout=120, headers=bearer) as http:

@@ -32,12 +32,11 @@ from typing import Any
 
 import anthropic
 import httpx
-import nats
 
 from quiz_contracts import subjects
 from quiz_contracts.llm import CompleteReply, CompleteRequest
 from quiz_servicekit.natsio import request
-from quiz_testkit.nats_server import NatsServer, free_port
+from quiz_testkit.nats_server import NatsServer, free_port, nats_connect
 
 SCHEMA = {
     "type": "object",
@@ -146,7 +145,7 @@ async def measure(
     results: dict[int, dict[str, float]] = {}
     try:
         await wait_http(f"{stub_url}/v1/messages")
-        nc = await nats.connect(nats_url)
+        nc = await nats_connect(nats_url)
         await wait_gateway(nc)
         direct = anthropic.AsyncAnthropic(api_key="bench-key", base_url=stub_url, max_retries=0)
         tool = {"name": "review", "description": "Return the review.", "input_schema": SCHEMA}

@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import json
 import os
 import random
@@ -60,7 +61,7 @@ from quiz_poll.domain.tally import tally_from_answers
 from quiz_poll.domain.views import frames, snapshot
 from quiz_servicekit.natsio import request
 from quiz_testkit.jwt_keys import SigningKeys
-from quiz_testkit.nats_server import NatsServer
+from quiz_testkit.nats_server import NatsServer, nats_connect
 from quiz_testkit.processes import ServiceProcess
 
 NOW = datetime(2026, 10, 20, 9, 0, tzinfo=UTC)
@@ -122,21 +123,37 @@ class Room:
         """Moderation as a teacher and the model leave it mid-lecture."""
         out: list[IdeaMark] = []
         keys = [idea_key(i) for i in self.common]
+        # An approval covers the spelling the teacher saw (issue 21): the word's own.
+        seen = [(i,) for i in self.common]
         for rank, key in enumerate(keys[:600]):
             roll = self.rng.random()
             if roll < 0.65:
                 correction = key.capitalize() if self.rng.random() < 0.3 else None
                 source = "ai" if correction else "teacher"
                 out.append(
-                    IdeaMark(key=key, status="approved", correction=correction, source=source)
+                    IdeaMark(
+                        key=key,
+                        status="approved",
+                        correction=correction,
+                        source=source,
+                        seen=seen[rank],
+                    )
                 )
             elif roll < 0.72:
                 out.append(IdeaMark(key=key, status="hidden"))
             elif roll < 0.85 and rank > 10:
                 out.append(
-                    IdeaMark(key=key, status="approved", merged_into=keys[self.rng.randrange(10)])
+                    IdeaMark(
+                        key=key,
+                        status="approved",
+                        merged_into=keys[self.rng.randrange(10)],
+                        seen=seen[rank],
+                    )
                 )
-        out += [IdeaMark(key=keys[i], status="approved", label=f"Thème {i}") for i in range(3)]
+        out += [
+            IdeaMark(key=keys[i], status="approved", label=f"Thème {i}", seen=seen[i])
+            for i in range(3)
+        ]
         return out
 
     def change(self) -> tuple[str, list[str]]:
@@ -426,14 +443,17 @@ async def sse_bench(
     evaluation = "benchsse"
     await open_poll(nc, port, keys, evaluation)
     base = f"/app/api/evaluations/{evaluation}/poll"
-    watcher = participant_token(keys, evaluation, "watcher")
     path = f"{base}/stream?audience=phone"
+    # One phone per stream, each its own attempt and token: the service caps the streams of one
+    # participant and of one token (POLL_SSE_PER_PARTICIPANT / _PER_TOKEN).
+    watchers = itertools.count()
     rng = random.Random(args.seed)
     answer_tokens = [participant_token(keys, evaluation, f"s{i}") for i in range(2 * args.rounds)]
 
     async def connect(n: int) -> list[SseClient]:
         clients = [SseClient() for _ in range(n)]
         for i, c in enumerate(clients):
+            watcher = participant_token(keys, evaluation, f"watcher{next(watchers)}")
             c.task = asyncio.create_task(c.run(port, path, watcher))
             if i % 100 == 99:
                 await asyncio.sleep(0.05)  # do not flood the accept queue
@@ -497,7 +517,7 @@ async def service_benches(args: argparse.Namespace) -> None:
     }
     try:
         with ServiceProcess("quiz_poll.main", env, work / "poll.log") as proc:
-            nc = await nats.connect(server.url)
+            nc = await nats_connect(server.url)
             try:
                 if args.only in (None, "http"):
                     await http_bench(args, proc.port, nc, keys)

@@ -35,13 +35,12 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import nats
 
 from quiz_contracts import subjects
 from quiz_contracts.poll import BrainstormOpen, PollAck
 from quiz_servicekit.natsio import request
 from quiz_testkit.jwt_keys import SigningKeys
-from quiz_testkit.nats_server import NatsServer, free_port
+from quiz_testkit.nats_server import NatsServer, free_port, nats_connect
 
 CHROMIUM = os.environ.get("CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
 EV = "bench-wall"
@@ -158,7 +157,7 @@ async def measure(args: argparse.Namespace, keys: SigningKeys, nats_url: str, ur
         return {"Authorization": f"Bearer {keys.mint(f'g{n}', {f'evaluation:{EV}': grant})}"}
 
     await wait_http(f"{url}/healthz")
-    nc = await nats.connect(nats_url)
+    nc = await nats_connect(nats_url)
     body = BrainstormOpen.model_validate(
         {
             "evaluationId": EV,

@@ -35,8 +35,6 @@ from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
 
-import nats
-
 from quiz_contracts.llm import Purpose
 from quiz_review.config import Settings
 from quiz_review.domain.prompt import review_request
@@ -44,7 +42,7 @@ from quiz_review.main import create_app
 from quiz_review.service import ReviewService
 from quiz_servicekit.llm import LlmClient
 from quiz_testkit.anthropic_stub import AnthropicStub, StubReply
-from quiz_testkit.nats_server import NatsServer
+from quiz_testkit.nats_server import NatsServer, nats_connect
 from quiz_testkit.processes import ServiceProcess
 from quiz_testkit.serving import serve_app
 
@@ -94,7 +92,7 @@ class Clock:
 
 
 async def publish_versions(nats_url: str, n: int) -> None:
-    nc = await nats.connect(nats_url)
+    nc = await nats_connect(nats_url)
     js = nc.jetstream()
     pending = []
     for i in range(n):
@@ -209,7 +207,7 @@ async def run(
 
         n = min(args.baseline, max(night.reviewed, 1))
         stub.script(*[reply for _ in range(n)])
-        nc = await nats.connect(nats_url)
+        nc = await nats_connect(nats_url)
         llm = LlmClient(nc)
         started = time.perf_counter()
         for i in range(n):

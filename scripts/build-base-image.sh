@@ -12,6 +12,10 @@ mirror=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
 if docker image inspect "$tag" >/dev/null 2>&1; then
     echo "$tag exists (docker rmi $tag to rebuild)"; exit 0
 fi
+if [ "$(id -u)" != 0 ]; then
+    echo "building $tag needs root and a Docker engine (debootstrap and chroot run as root): sudo make images, or BASE_IMAGE=python:3.11-slim make images where a registry is reachable" >&2
+    exit 1
+fi
 command -v debootstrap >/dev/null || { echo "debootstrap is missing: apt-get install debootstrap" >&2; exit 1; }
 root=$(mktemp -d /tmp/quiz-base.XXXXXX)
 trap 'rm -rf "$root"' EXIT

@@ -11,6 +11,19 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 tag=${TAG:-dev}
 base=${BASE_IMAGE:-quiz-base:bookworm}
+# What this needs, said first and plainly, rather than the first tool that fails (issue 22).
+if [ "$base" = quiz-base:bookworm ] && [ "$(id -u)" != 0 ] \
+    && ! docker image inspect "$base" >/dev/null 2>&1; then
+    echo "make images needs root and a Docker engine here: it builds its Debian base image" \
+        "($base) with debootstrap and chroot. Run it as root (sudo make images), or with" \
+        "BASE_IMAGE=python:3.11-slim make images where a registry is reachable." >&2
+    exit 1
+fi
+if ! docker info >/dev/null 2>&1; then
+    echo "make images needs a Docker engine it may use: \`docker info\` fails" \
+        "($( (docker info 2>&1 >/dev/null || true) | grep -m1 . || echo 'no docker command'))." >&2
+    exit 1
+fi
 if [ "$base" = quiz-base:bookworm ]; then scripts/build-base-image.sh "$base"; fi
 if docker buildx version >/dev/null 2>&1; then export DOCKER_BUILDKIT=1; else export DOCKER_BUILDKIT=0; fi
 build() {  # build NAME ARGS...

@@ -5,12 +5,20 @@ separated, the nodes of a cluster: the services take the list, and NATS_STREAM_R
 environment), creates a dev JWT signing key on first run, then runs the six services with
 prefixed, coloured logs.
 Ctrl-C (or SIGTERM) stops every child; children also die with this process (PDEATHSIG).
+
+One at a time per data dir (scripts/runinfo.py): a second `make run` refuses, naming the first's
+pid and URLs. The URLs it uses (a port taken moves to a free one; the table says why) are in
+`.data/urls` while it runs, read by `make -s url S=<service>` and every documented command.
+
+DEMO=1 without ANTHROPIC_API_KEY (`make run DEMO=1`): the test kit's stub in demo mode is one
+more child (`demo-stub`), the gateway's provider, answering canned replies labelled as such.
 """
 
 from __future__ import annotations
 
 import contextlib
 import ctypes
+import json
 import os
 import re
 import signal
@@ -23,6 +31,8 @@ import urllib.request
 from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
+
+import runinfo
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = Path(os.environ.get("QUIZ_DATA_DIR", ROOT / ".data")).resolve()
@@ -56,11 +66,85 @@ def port_free(port: int) -> bool:
     except OSError:
         pass
     with socket.socket() as s:
+        # As uvicorn and nats-server bind: the last run's connections in TIME_WAIT must not
+        # move every port of the next run (they did, after each stop).
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             s.bind(("127.0.0.1", port))
         except OSError:
             return False
         return True
+
+
+def port_holder(port: int) -> str:
+    """Who listens on `port`, as far as we may see ("pid 42 (nats-server -p 4222)")."""
+    try:
+        import psutil
+    except ImportError:
+        return "another program"
+    with contextlib.suppress(psutil.Error, OSError):
+        for c in psutil.net_connections(kind="tcp"):
+            if c.status == psutil.CONN_LISTEN and c.laddr and c.laddr.port == port and c.pid:
+                with contextlib.suppress(psutil.Error):
+                    cmd = " ".join(psutil.Process(c.pid).cmdline())
+                    return f"pid {c.pid} ({cmd[:60]})"
+                return f"pid {c.pid}"
+    return "a process not visible to us"
+
+
+def free_port() -> int:
+    from quiz_testkit.nats_server import free_port as testkit_free_port
+
+    return testkit_free_port()
+
+
+def choose_port(preferred: int) -> tuple[int, str]:
+    """`preferred` when free, else a free port and why it moved (for the table)."""
+    if port_free(preferred):
+        return preferred, ""
+    return free_port(), f"{preferred} is in use by {port_holder(preferred)}"
+
+
+def refuse_second_run(lock: runinfo.Lock) -> str:
+    """What a second `make run` of one data dir says: the first's pid and URLs."""
+    pid = lock.holder()
+    who = f"pid {pid}" if pid else "its pid not written yet"
+    lines = [f"make run is already running with this data dir ({DATA}): {who}."]
+    try:
+        info = runinfo.read(DATA)
+        lines += ["Its URLs:", *(f"  {n:<14} {u}" for n, u in info.urls.items())]
+    except runinfo.NotRunning:
+        lines.append("It is still starting: its URLs are not known yet.")
+    lines.append(
+        "Use that one, or stop it first (Ctrl-C in its terminal"
+        + (f", or kill {pid}" if pid else "")
+        + ")."
+    )
+    return "\n".join(lines)
+
+
+def wait_for_leftovers(pids: list[int]) -> list[int]:
+    """Children of a killed `make run` still stopping (they get SIGTERM when it dies): wait
+    up to 20 s for them to release the ports and the JetStream store; those still alive."""
+    deadline = time.monotonic() + 20
+    left = [p for p in pids if p != os.getpid()]
+    while left and time.monotonic() < deadline:
+        time.sleep(0.2)
+        left = [p for p in left if runinfo.alive(p)]
+    return left
+
+
+# How many times a service that lost its port at start-up is moved again.
+PORT_RETRIES: dict[str, int] = {}
+
+
+def lost_its_port(name: str) -> bool:
+    """The child died at start-up because its port was taken meanwhile (and may move again)."""
+    time.sleep(0.2)  # its last lines are still on their way through the pipe
+    if not any("Address already in use" in line for line in TAILS.get(name, ())):
+        return False
+    PORT_RETRIES[name] = PORT_RETRIES.get(name, 0) + 1
+    return PORT_RETRIES[name] <= 3
 
 
 def die_with_parent() -> None:
@@ -156,11 +240,47 @@ def stop_all(procs: list[tuple[str, subprocess.Popen[bytes]]]) -> None:
                 p.wait()
 
 
+def start_demo_stub(env: dict[str, str], procs: list[tuple[str, subprocess.Popen[bytes]]]) -> str:
+    """`make run DEMO=1`: the test kit's model stub in demo mode as one more child, and the
+    gateway pointed at it with the model id `demo-canned-replies` for every purpose, so its logs
+    and /admin/availability say so too. Returns the line `make run` prints about it."""
+    from quiz_testkit.demo_replies import DEMO_LABEL, DEMO_MODEL
+    from quiz_testkit.nats_server import free_port as stub_port
+
+    port = stub_port()
+    argv = [sys.executable, "-m", "quiz_testkit.anthropic_stub", "--demo", "--port", str(port)]
+    procs.append(("demo-stub", start("demo-stub", argv, dict(os.environ), COLOURS[5])))
+    from quiz_contracts.llm import Purpose
+
+    env["ANTHROPIC_API_KEY"] = "demo"
+    env["ANTHROPIC_BASE_URL"] = f"http://127.0.0.1:{port}"
+    env["PURPOSE_MODELS"] = json.dumps({p.value: DEMO_MODEL for p in Purpose})
+    # Priced as Haiku: the daily cap and /admin/usage behave as with a model (a $0 price is
+    # refused: an unknown price is not free).
+    env["MODEL_PRICES"] = json.dumps({DEMO_MODEL: {"input": 1, "output": 5}})
+    return (
+        f"DEMO: no model is called. Every model reply is canned by the test kit's stub at "
+        f"{env['ANTHROPIC_BASE_URL']}\n      (model {DEMO_MODEL}; texts start with "
+        f'{DEMO_LABEL!r}; rules for the documented examples only, docs: README "Demo mode").'
+    )
+
+
 def main() -> int:
     DATA.mkdir(parents=True, exist_ok=True)
+    lock = runinfo.Lock(DATA)
+    if not lock.acquire():
+        print(refuse_second_run(lock), file=sys.stderr, flush=True)
+        return 1
+    # A previous run killed with -9 leaves its URL file (its pid dead: readers ignore it) and
+    # children still stopping; they are waited for, the file replaced below.
+    if left := wait_for_leftovers(lock.previous_pids()):
+        print(f"processes of the previous `make run` are still alive: {left}", file=sys.stderr)
+        return 1
+    lock.record([os.getpid()])
+    # Older runs wrote the bus's URL there (and left it behind): .data/urls replaces it.
+    (DATA / "nats-url").unlink(missing_ok=True)
     sys.path.insert(0, str(ROOT / "libs" / "testkit" / "src"))
     from quiz_testkit.jwt_keys import SigningKeys
-    from quiz_testkit.nats_server import free_port
 
     keys = SigningKeys.load_or_create(DATA / "dev-keys")
     procs: list[tuple[str, subprocess.Popen[bytes]]] = []
@@ -174,11 +294,13 @@ def main() -> int:
 
     nats_url = os.environ.get("NATS_URL")
     credentials: dict[str, str] = {}
+    # Why a port moved, by row of the table.
+    moved: dict[str, str] = {}
     if not nats_url:
         from quiz_contracts.bus import nats_accounts_config
         from quiz_testkit.nats_server import dev_credentials, with_credentials
 
-        port = 4222 if port_free(4222) else free_port()
+        port, moved["nats"] = choose_port(4222)
         # The locked bus (quiz_contracts.bus): a password per user under .data/nats-credentials,
         # each service connecting as itself; the URL printed below is the `ops` user's.
         credentials_dir = DATA / "nats-credentials"
@@ -192,9 +314,6 @@ def main() -> int:
         argv = [str(BIN / "nats-server"), "-c", str(config), "-a", "127.0.0.1", "-p", str(port)]
         argv += ["-js", "-sd", str(DATA / "nats")]
         procs.append(("nats", start("nats", argv, dict(os.environ), COLOURS[6])))
-        # Where the bus is, without credentials, for the tools run beside it (`make poll-demo`;
-        # each adds its own user's password from .data/nats-credentials).
-        (DATA / "nats-url").write_text(f"nats://127.0.0.1:{port}\n")
         time.sleep(0.3)
     env = dict(os.environ)
     env.update(
@@ -209,23 +328,53 @@ def main() -> int:
         env["NATS_CREDENTIALS_DIR"] = str(DATA / "nats-credentials")
     # The runner's state under .data too (root or not), so `make clean` takes it away.
     env.setdefault("RUNNER_STATE_DIR", str(DATA / "runner"))
+    # DEMO=1 (`make run DEMO=1`): canned replies instead of a model; a key set wins.
+    asked = os.environ.get("DEMO", "") not in ("", "0")
+    demo = asked and not env.get("ANTHROPIC_API_KEY")
+    demo_line = start_demo_stub(env, procs) if demo else ""
+    if asked and not demo:
+        demo_line = "DEMO=1 ignored: ANTHROPIC_API_KEY is set, the gateway calls that provider."
     # lesson-fix verifies people with a siteverify secret; without one, development runs it
     # with verification off (the service says so in its log and in /readyz).
     verification_off = not env.get("LESSON_FIX_VERIFY_SECRET")
     if verification_off:
         env.setdefault("LESSON_FIX_VERIFY_DISABLED", "true")
     urls: dict[str, str] = {}
-    for i, svc in enumerate(SERVICES):
-        port = svc.port if port_free(svc.port) else free_port()
+
+    def launch(i: int, port: int) -> subprocess.Popen[bytes]:
+        svc = SERVICES[i]
         urls[svc.name] = f"http://127.0.0.1:{port}"
         child_env = {**env, "HTTP_PORT": str(port)}
         argv = [sys.executable, "-m", svc.module]
-        procs.append((svc.name, start(svc.name, argv, child_env, COLOURS[i])))
+        return start(svc.name, argv, child_env, COLOURS[i])
+
+    def publish_urls() -> None:
+        """The URLs every tool beside us reads (without credentials: each tool adds its own
+        user's password from .data/nats-credentials), our children for the next run."""
+        bus = runinfo.without_credentials(nats_url)
+        runinfo.write(DATA, runinfo.RunInfo(os.getpid(), {"nats": bus, **urls}))
+        lock.record([os.getpid(), *(p.pid for _, p in procs)])
+
+    for i, svc in enumerate(SERVICES):
+        port, moved[svc.name] = choose_port(svc.port)
+        procs.append((svc.name, launch(i, port)))
+    publish_urls()
 
     try:
         pending = dict(urls)
         deadline = time.monotonic() + 120
         while pending and not stopping.is_set() and time.monotonic() < deadline:
+            # A port seen free may be taken before the service binds it (another `make run`
+            # or test starting on this machine at the same moment): that one moves again.
+            for j, (name, p) in enumerate(procs):
+                if p.poll() is not None and name in pending and lost_its_port(name):
+                    i = [s.name for s in SERVICES].index(name)
+                    old = urls[name].rpartition(":")[2]
+                    TAILS[name].clear()
+                    procs[j] = (name, launch(i, free_port()))
+                    moved[name] = f"{old} was taken while it started"
+                    pending[name] = urls[name]
+                    publish_urls()
             if (why := exited(procs, started=False)) is not None:
                 print(why, flush=True)
                 return 1
@@ -234,22 +383,38 @@ def main() -> int:
         if stopping.is_set():
             return 0
         rows = [f"  {'service':<14} {'url':<26} ready"]
-        rows += [f"  {n:<14} {u:<26} {'NO' if n in pending else 'yes'}" for n, u in urls.items()]
-        print("\n".join(["", f"NATS: {nats_url}", *rows, ""]), flush=True)
+        for n, u in urls.items():
+            why = f"  moved: {moved[n]}" if moved.get(n) else ""
+            rows.append(f"  {n:<14} {u:<26} {'NO' if n in pending else 'yes'}{why}")
+        nats_why = f"  (moved: {moved['nats']})" if moved.get("nats") else ""
+        rows += [
+            f"URLs in {runinfo.urls_path(DATA)}: `make -s url S=<service>` prints one "
+            "(the documented commands read them)."
+        ]
+        print("\n".join(["", f"NATS: {nats_url}{nats_why}", *rows, ""]), flush=True)
         if credentials:
             print(
                 "The bus is locked: each service connects as itself; the NATS URL above is the "
                 "operators' (ops).\nOther users' passwords: .data/nats-credentials/<user>.password",
                 flush=True,
             )
+        if demo_line:
+            print(demo_line, flush=True)
         notes = [
             "Mint a dev token:  make token SUB=teacher-1 GRANTS='question:42=contributor:mcq:7'",
             "          lessons: make token SUB=author-1 GRANTS='lessons=contributor'",
             "   review (owner): make token SUB=owner-1 GRANTS='pool:7=owner'",
-            "Without ANTHROPIC_API_KEY the gateway answers llm_not_configured.",
         ]
+        if not env.get("ANTHROPIC_API_KEY"):
+            notes.append("Without ANTHROPIC_API_KEY the gateway answers llm_not_configured.")
+        else:
+            where = env.get("ANTHROPIC_BASE_URL") or "Anthropic's API"
+            notes.append(f"The gateway calls models at {where} (ANTHROPIC_API_KEY is set).")
         if verification_off:
             notes.append("lesson-fix: human verification is OFF (LESSON_FIX_VERIFY_SECRET unset).")
+        if demo:
+            # The key is the demo's (the DEMO line above): no line about a provider's key holds.
+            notes = [n for n in notes if "ANTHROPIC_API_KEY" not in n]
         print("\n".join([*notes, "Ctrl-C stops everything.", ""]), flush=True)
         while not stopping.is_set():
             if (why := exited(procs, started=True)) is not None:
@@ -258,6 +423,8 @@ def main() -> int:
             stopping.wait(0.5)
     finally:
         stop_all(procs)
+        runinfo.remove(DATA, os.getpid())
+        lock.record([])  # stopped cleanly: nothing for the next run to wait for
     return 0
 
 

@@ -7,8 +7,9 @@ pages (one guest token each), every token in the URL fragment as the pages expec
 Options: --evaluation ID (default demo-<time>), --classroom (moderation starts off; default an
 anonymous poll, moderation on), --participants N (default 3), --prompt TEXT, --max-ideas N.
 Environment: NATS_URL (default: the bus `make run` started, as the platform's user of the locked
-bus: .data/nats-url and .data/nats-credentials/platform.password), POLL_URL (default
-http://127.0.0.1:8105), QUIZ_DATA_DIR (the dev keys and bus of `make run`, default .data).
+bus), POLL_URL (default: the poll `make run` started), both read from the URL file of the
+running `make run` (.data/urls, scripts/runinfo.py), never assumed; QUIZ_DATA_DIR (the dev keys
+and the URL file of `make run`, default .data).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import httpx
+import runinfo
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -30,14 +32,21 @@ ROOT = Path(__file__).resolve().parent.parent
 async def open_poll(nats_url: str, body: dict[str, object]) -> dict[str, object]:
     import nats
 
+    from quiz_servicekit.natsio import inbox_prefix_for, nats_servers
+
     async def quiet(_: Exception) -> None:
         pass  # the one failure is reported by main
 
     # No reconnect: a refused connection (wrong port, no credentials) fails at once.
-    # NATS_URL may list a cluster's nodes, comma-separated (docs/operations.md).
-    servers = [u.strip() for u in nats_url.split(",") if u.strip()]
     nc = await nats.connect(
-        servers, connect_timeout=3, allow_reconnect=False, max_reconnect_attempts=0, error_cb=quiet
+        # NATS_URL may list a cluster's nodes, comma-separated (docs/operations.md).
+        servers=nats_servers(nats_url),
+        connect_timeout=3,
+        allow_reconnect=False,
+        max_reconnect_attempts=0,
+        error_cb=quiet,
+        # The platform's own reply prefix: the locked bus lets it read no other inbox.
+        inbox_prefix=inbox_prefix_for(nats_url),
     )
     try:
         msg = await nc.request("poll.v1.open", json.dumps(body).encode(), timeout=10)
@@ -47,17 +56,14 @@ async def open_poll(nats_url: str, body: dict[str, object]) -> dict[str, object]
     return reply
 
 
-def platform_url(data: Path) -> str:
-    """The bus `make run` started (`.data/nats-url`), as the locked bus's `platform` user."""
-    try:
-        plain = (data / "nats-url").read_text().strip()
-    except FileNotFoundError:
-        plain = "nats://127.0.0.1:4222"
-    secret = data / "nats-credentials" / "platform.password"
-    if not secret.exists():
-        return plain
-    scheme, rest = plain.split("://", 1)
-    return f"{scheme}://platform:{secret.read_text().strip()}@{rest}"
+def running_urls(data: Path) -> tuple[str, str]:
+    """The bus (as the locked bus's `platform` user) and the poll's URL of the `make run` of
+    `data`, from its URL file (`.data/urls`); NotRunning when none runs there."""
+    info = runinfo.read(data)
+    bus = info.urls["nats"]
+    if (data / "nats-credentials" / "platform.password").exists():
+        bus = runinfo.with_credentials(bus, "platform", data)
+    return bus, info.urls["poll"]
 
 
 def main() -> int:
@@ -73,8 +79,15 @@ def main() -> int:
 
     data = Path(os.environ.get("QUIZ_DATA_DIR", ROOT / ".data"))
     keys = SigningKeys.load_or_create(data / "dev-keys")
-    nats_url = os.environ.get("NATS_URL") or platform_url(data)
-    poll_url = os.environ.get("POLL_URL", "http://127.0.0.1:8105").rstrip("/")
+    try:
+        bus, poll = running_urls(data)
+    except runinfo.NotRunning as e:
+        if not (os.environ.get("NATS_URL") and os.environ.get("POLL_URL")):
+            print(f"{e}; start `make run` first (or give both NATS_URL and POLL_URL)")
+            return 1
+        bus = poll = ""
+    nats_url = os.environ.get("NATS_URL") or bus
+    poll_url = (os.environ.get("POLL_URL") or poll).rstrip("/")
     ev = args.evaluation
     audience = (
         {"kind": "classroom", "classroomId": "demo"} if args.classroom else {"kind": "anonymous"}

@@ -25,11 +25,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
-import nats
 import pytest
 
 from quiz_testkit.jwt_keys import SigningKeys
-from quiz_testkit.nats_server import free_port
+from quiz_testkit.nats_server import free_port, nats_connect
 
 pytestmark = [pytest.mark.docker, pytest.mark.e2e, pytest.mark.slow]
 
@@ -243,7 +242,7 @@ async def test_a_poll_answer_through_nginx(stack: SigningKeys) -> None:
         pytest.skip("poll's HTTP routes are not on this branch yet (the poll issue adds them)")
     # The platform opens the poll over the locked bus, as the `platform` user.
     password = (ROOT / ".data" / "compose-nats-credentials" / "platform.password").read_text()
-    nc = await nats.connect(f"nats://platform:{password.strip()}@127.0.0.1:14222")
+    nc = await nats_connect(f"nats://platform:{password.strip()}@127.0.0.1:14222")
     try:
         opened = {
             "evaluationId": "deploytest1",

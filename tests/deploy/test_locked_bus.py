@@ -6,16 +6,27 @@ from __future__ import annotations
 import asyncio
 import os
 import subprocess
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import nats
 import pytest
+from nats.aio.msg import Msg
 from nats.errors import NoRespondersError
 from nats.errors import TimeoutError as NatsTimeoutError
 
 from quiz_contracts import bus
 from quiz_contracts import subjects as s
-from quiz_testkit.nats_server import NatsServer, dev_credentials, nats_server_binary
+from quiz_contracts.llm import CompleteReply, CompleteRequest
+from quiz_servicekit.natsio import request
+from quiz_testkit.anthropic_stub import AnthropicStub, StubReply
+from quiz_testkit.nats_server import (
+    NatsServer,
+    dev_credentials,
+    nats_connect,
+    nats_server_binary,
+)
+from quiz_testkit.processes import llm_gateway_process
 
 pytestmark = pytest.mark.integration
 
@@ -73,7 +84,7 @@ async def _connect(url: str) -> tuple[nats.NATS, list[Exception]]:
     async def on_error(e: Exception) -> None:
         errors.append(e)
 
-    return await nats.connect(url, error_cb=on_error, allow_reconnect=False), errors
+    return await nats_connect(url, error_cb=on_error, allow_reconnect=False), errors
 
 
 async def test_refusals_on_the_locked_bus(tmp_path: Path) -> None:
@@ -83,7 +94,7 @@ async def test_refusals_on_the_locked_bus(tmp_path: Path) -> None:
         gateway, _ = await _connect(server.url_for("llm-gateway"))
         seen: list[bytes] = []
 
-        async def answer(msg: nats.aio.msg.Msg) -> None:
+        async def answer(msg: Msg) -> None:
             seen.append(msg.data)
             await msg.respond(b"{}")
 
@@ -118,7 +129,7 @@ async def test_refusals_on_the_locked_bus(tmp_path: Path) -> None:
         got: list[str] = []
         last = asyncio.Event()
 
-        async def record(msg: nats.aio.msg.Msg) -> None:
+        async def record(msg: Msg) -> None:
             got.append(msg.subject)
             if msg.data == b"last":
                 last.set()
@@ -189,7 +200,7 @@ async def test_a_service_connects_as_itself_even_on_the_operators_url(tmp_path: 
         )
         errors: list[Exception] = []
         nc = await connect_nats(settings.nats_url, "runner", **nats_auth(settings, "runner"))
-        nc._error_cb = _collect(errors)  # type: ignore[attr-defined]  # see the errors it gets
+        nc._error_cb = _collect(errors)  # see the errors it gets
         await nc.publish(s.LLM_COMPLETE, b"{}")
         await nc.flush()
         assert await _eventually(lambda: _refused(errors) >= 1), errors
@@ -198,7 +209,7 @@ async def test_a_service_connects_as_itself_even_on_the_operators_url(tmp_path: 
         server.stop()
 
 
-def _collect(errors: list[Exception]) -> object:
+def _collect(errors: list[Exception]) -> Callable[[Exception], Awaitable[None]]:
     async def cb(e: Exception) -> None:
         errors.append(e)
 
@@ -246,3 +257,283 @@ def test_the_environment_render_reads_every_password_we_make(tmp_path: Path) -> 
     # Kept passwords are reused, not replaced.
     first = dev_credentials(creds)
     assert dev_credentials(creds) == first
+
+
+# --- Replies (issue 21 item 1, issue 20 item 3) and what the platform reads (issue 21 item 4) ---
+
+# Every user but `ops` (account-wide by design) and `review` (the reader the tests protect).
+OTHERS = tuple(n for n in bus.USER_NAMES if n not in ("ops", "review"))
+
+
+def test_each_user_reads_replies_under_its_own_prefix_only() -> None:
+    """The table: `_INBOX_<user>.>` and no other inbox; no `allow_responses` anywhere; the
+    responders may write to exactly the prefixes of the users the table lets call them."""
+    for u in bus.USERS:
+        block = bus.permissions(u)
+        assert "allow_responses" not in block, u.name
+        subscribe = block["subscribe"]["allow"]  # type: ignore[index]
+        inboxes = {p for p in subscribe if p.startswith("_INBOX")}
+        assert inboxes == {f"_INBOX_{u.name}.>"}, (u.name, inboxes)
+
+    def writes_to(name: str) -> set[str]:
+        publish = bus.permissions(bus.user(name))["publish"]
+        return {p for p in publish.get("allow", []) if p.startswith("_INBOX")}  # type: ignore[attr-defined]
+
+    every_llm_caller = {"editor-assist", "review", "poll", "lesson-fix", "monitor", "ops"}
+    assert writes_to("llm-gateway") == {f"_INBOX_{n}.>" for n in every_llm_caller}
+    assert writes_to("runner") == {f"_INBOX_{n}.>" for n in ("editor-assist", "monitor", "ops")}
+    assert "_INBOX_platform.>" in writes_to("poll")
+    # Review answers no request (JetStream work only): the Services API's callers, no one else.
+    assert writes_to("review") == {"_INBOX_monitor.>", "_INBOX_ops.>"}
+    # Who answers nothing writes to no one's replies.
+    assert writes_to("platform") == writes_to("monitor") == set()
+
+
+def test_the_platform_may_subscribe_to_exactly_what_is_published_for_it() -> None:
+    subscribe = bus.permissions(bus.user("platform"))["subscribe"]["allow"]  # type: ignore[index]
+    assert set(subscribe) == {s.REVIEW_COMPLETED, s.poll_tally_filter(), "_INBOX_platform.>"}
+
+
+async def _as(server: NatsServer, name: str) -> tuple[nats.NATS, list[Exception]]:
+    """A connection as `name` made the way every service makes its own (connect_nats, which
+    reconnects forever), and the errors the server sends it."""
+    from quiz_servicekit.natsio import connect_nats
+
+    nc = await connect_nats(server.plain_url, name, user=name, password=server.passwords[name])
+    errors: list[Exception] = []
+    nc._error_cb = _collect(errors)  # see the errors it gets
+    return nc, errors
+
+
+def _refused_subjects(errors: list[Exception]) -> set[str]:
+    """The subjects of the `Permissions Violation for Subscription to "<subject>"` errors,
+    lower-cased (nats-py lower-cases the server's error)."""
+    out = set()
+    for e in errors:
+        text = str(e).lower()
+        if "permissions violation for subscription" in text and '"' in text:
+            out.add(text.split('"')[1])
+    return out
+
+
+async def test_a_runner_cannot_read_another_users_replies(tmp_path: Path) -> None:
+    """Connected as `runner`: subscribing to the default inbox `_INBOX.>` or to review's
+    `_INBOX_review.>` is refused; its own `_INBOX_runner.>` is not."""
+    server = NatsServer(tmp_path / "nats").start()
+    try:
+        runner, errors = await _as(server, "runner")
+        for subject in ("_INBOX.>", "_INBOX_review.>", "_INBOX_runner.>"):
+            await runner.subscribe(subject)
+        await runner.flush()
+        want = {"_inbox.>", "_inbox_review.>"}
+        assert await _eventually(lambda: _refused_subjects(errors) >= want), errors
+        await runner.flush()  # any -ERR about the third subscription came before this PONG
+        assert _refused_subjects(errors) == want, errors
+        await runner.close()
+    finally:
+        server.stop()
+
+
+async def test_a_question_version_published_as_platform_reaches_review_and_no_one_else(
+    tmp_path: Path,
+) -> None:
+    """The platform publishes a question version (with its answer key) on QUESTIONS; review's
+    pull consumer fetches it, the delivery arriving on review's inbox. Every other user,
+    subscribed to every inbox and subject it tries (what it may read, `_INBOX.>`, review's
+    prefix, the question events, `>`), reads none of it."""
+    server = NatsServer(tmp_path / "nats").start()
+    try:
+        review, _ = await _as(server, "review")
+        js = review.jetstream()
+        # Review declares the question store's stream where the platform has not (dev, tests).
+        await js.add_stream(name=s.QUESTIONS_STREAM, subjects=["questions.v1.>"])
+
+        spies: dict[str, list[bytes]] = {}
+        spy_conns = []
+        for name in OTHERS:
+            nc, _ = await _as(server, name)
+            spy_conns.append(nc)
+            got: list[bytes] = []
+            spies[name] = got
+
+            async def record(msg: Msg, got: list[bytes] = got) -> None:
+                got.append(msg.data)
+
+            allowed = bus.permissions(bus.user(name))["subscribe"]["allow"]  # type: ignore[index]
+            for subject in {*allowed, "_INBOX.>", "_INBOX_review.>", "questions.v1.>", ">"}:
+                await nc.subscribe(subject, cb=record)
+            await nc.flush()
+        # A new subscription reaches other clients' publishes a moment after its PONG.
+        await asyncio.sleep(0.5)
+
+        platform, _ = await _as(server, "platform")
+        secret = f"answer-key-{os.getpid()}-{id(server)}".encode()
+        ack = await platform.jetstream().publish(
+            s.QUESTION_VERSION_PUBLISHED, b'{"correct": "' + secret + b'"}'
+        )
+        assert ack.stream == s.QUESTIONS_STREAM
+
+        sub = await js.pull_subscribe(s.QUESTION_VERSION_PUBLISHED, durable="review-test")
+        (msg,) = await sub.fetch(1, timeout=5)
+        assert secret in msg.data and msg.reply.startswith("$JS.ACK.QUESTIONS.")
+        await msg.ack()
+        await asyncio.sleep(0.5)  # what a spy could have read has had time to arrive
+        readers = {name for name, got in spies.items() if any(secret in d for d in got)}
+        assert not readers, f"read review's delivery: {readers}"
+        for nc in (*spy_conns, platform, review):
+            await nc.close()
+    finally:
+        server.stop()
+
+
+async def test_the_platform_reads_review_completed_and_the_poll_frames(tmp_path: Path) -> None:
+    """The platform subscribes to `review.v1.completed` and `poll.v1.*.tally` and receives what
+    review and poll publish there; anything wider (`review.v1.>`, `poll.v1.>`) is refused."""
+    server = NatsServer(tmp_path / "nats").start()
+    try:
+        platform, errors = await _as(server, "platform")
+        got: list[str] = []
+
+        async def record(msg: Msg) -> None:
+            got.append(msg.subject)
+
+        frames = s.poll_tally_subject("ev-1")
+        for subject in (s.REVIEW_COMPLETED, s.poll_tally_filter(), "review.v1.>", "poll.v1.>"):
+            await platform.subscribe(subject, cb=record)
+        await platform.flush()
+        assert await _eventually(
+            lambda: _refused_subjects(errors) >= {"review.v1.>", "poll.v1.>"}
+        ), errors
+        await platform.flush()
+        assert _refused_subjects(errors) == {"review.v1.>", "poll.v1.>"}, errors
+
+        review, _ = await _as(server, "review")
+        poll, _ = await _as(server, "poll")
+        # Published until they arrive: a subscription reaches other clients a moment late.
+        for _ in range(10):
+            await review.publish(s.REVIEW_COMPLETED, b"{}")
+            await poll.publish(frames, b"{}")
+            await review.flush()
+            await poll.flush()
+            if await _eventually(lambda: {s.REVIEW_COMPLETED, frames} <= set(got), 0.5):
+                break
+        else:
+            pytest.fail(f"the platform never received them: {got}")
+        for nc in (platform, review, poll):
+            await nc.close()
+    finally:
+        server.stop()
+
+
+# (caller, responder, subject): each service the catalog names and a user the table lets call it.
+CALLS = (
+    *(
+        (caller, "llm-gateway", s.LLM_COMPLETE)
+        for caller in ("editor-assist", "review", "poll", "lesson-fix")
+    ),
+    ("editor-assist", "runner", s.RUNNER_RUN),
+    ("platform", "poll", s.POLL_OPEN),
+)
+
+
+async def test_a_reply_published_after_a_nats_restart_reaches_its_caller(tmp_path: Path) -> None:
+    """Issue 20: nats-server restarts between request and reply (same port). Both sides
+    reconnect; the responder then publishes its reply on its new connection — allowed by its
+    reply rights on the caller's prefix, where `allow_responses` (per connection) refused it —
+    and the caller, its reply subscription restored, receives it within its deadline."""
+    server = NatsServer(tmp_path / "nats").start()
+    try:
+        held: dict[tuple[str, str], Msg] = {}
+        responders = {r: await _as(server, r) for _, r, _ in CALLS}
+        for responder, subject in sorted({(r, subject) for _, r, subject in CALLS}):
+
+            async def hold(msg: Msg, responder: str = responder) -> None:
+                held[(msg.data.decode(), responder)] = msg
+
+            await responders[responder][0].subscribe(subject, queue=responder, cb=hold)
+        for nc, _ in responders.values():
+            await nc.flush()
+        callers = {c: await _as(server, c) for c, _, _ in CALLS}
+        calls = {
+            (c, r): asyncio.create_task(callers[c][0].request(subject, c.encode(), timeout=30))
+            for c, r, subject in CALLS
+        }
+        assert await _eventually(lambda: len(held) == len(CALLS)), held.keys()
+
+        server.stop()
+        server.start()
+        clients = [nc for nc, _ in (*responders.values(), *callers.values())]
+        assert await _eventually(
+            lambda: all(nc.is_connected and nc.stats["reconnects"] >= 1 for nc in clients), 20
+        ), "a client did not reconnect"
+        for nc in clients:
+            await nc.flush()  # its subscriptions (the callers' reply inboxes) are back
+
+        # A restored subscription reaches other clients' publishes a moment after its PONG:
+        # a reply still unanswered after 1 s is published again (a refused one stays refused,
+        # and the server's log says so).
+        for _ in range(5):
+            pending = [(c, r) for (c, r), call in calls.items() if not call.done()]
+            if not pending:
+                break
+            for caller, responder in pending:
+                await held[(caller, responder)].respond(b"answer for " + caller.encode())
+            await asyncio.wait([calls[k] for k in pending], timeout=1)
+        refused = [v for v in server.violations() if "Publish Violation" in v]
+        unanswered = [k for k, call in calls.items() if not call.done()]
+        assert not unanswered and not refused, (unanswered, refused)
+        for (caller, responder), call in calls.items():
+            assert call.result().data == b"answer for " + caller.encode(), (caller, responder)
+        for nc in clients:
+            await nc.close()
+    finally:
+        server.stop()
+
+
+async def test_the_real_gateway_answers_a_paid_call_across_a_nats_restart(
+    tmp_path: Path, anthropic_stub: AnthropicStub
+) -> None:
+    """Issue 20's fault, end to end: editor-assist's model call is with the provider when
+    nats-server restarts; the gateway, reconnected, sends the paid answer, and the caller —
+    reconnected too, within its deadline — receives it (it used to be refused and the caller
+    waited out its deadline)."""
+    server = NatsServer(tmp_path / "nats").start()
+    try:
+        with llm_gateway_process(server.url, anthropic_stub.base_url, tmp_path / "gateway"):
+            caller, _ = await _as(server, "editor-assist")
+            anthropic_stub.script(StubReply.slow(5, StubReply.tool({"choices": ["4"]})))
+            call = asyncio.create_task(
+                request(caller, s.LLM_COMPLETE, _complete_request(), CompleteReply, timeout=20)
+            )
+            assert await _eventually(lambda: len(anthropic_stub.requests) == 1, 10)
+            # The provider answers 5 s after the call arrived: both sides have reconnected
+            # by then (each retries every 0.5 s), so the reply is sent on new connections.
+            server.stop()
+            server.start()
+            reply = await call
+            assert reply.output == {"choices": ["4"]}
+            assert caller.stats["reconnects"] >= 1
+            refused = [v for v in server.violations() if "Violation" in v]
+            assert not refused, refused
+            await caller.close()
+    finally:
+        server.stop()
+
+
+def _complete_request() -> CompleteRequest:
+    return CompleteRequest.model_validate(
+        {
+            "purpose": "generate",
+            "user": "teacher-1",
+            "messages": [{"role": "user", "content": "Propose the key."}],
+            "output_schema": {
+                "name": "proposal",
+                "json_schema": {
+                    "type": "object",
+                    "properties": {"choices": {"type": "array", "items": {"type": "string"}}},
+                    "required": ["choices"],
+                },
+            },
+            "max_output_tokens": 300,
+        }
+    )

@@ -186,7 +186,7 @@ def test_a_lesson_fix_through_the_api_gateway(
     # Past the gateway's own maximum for lessons: refused there, in the services' error shape.
     r = httpx.post(
         f"{base}/app/api/lessons/fix",
-        content=b" " * 1_100_000,
+        content=b" " * 2_200_000,  # over the 2m of nginx.conf for lessons
         headers={**author, "content-type": "application/json"},
         timeout=60,
     )

@@ -15,6 +15,7 @@ import psutil
 import pytest
 
 from quiz_contracts.subjects import SERVICE_NAMES
+from quiz_testkit.nats_server import nats_connect
 from quiz_testkit.system import System, promtool
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
@@ -34,7 +35,7 @@ def system(
 
 
 async def ping_names(nats_url: str) -> list[str]:
-    nc = await nats.connect(nats_url)
+    nc = await nats_connect(nats_url)
     inbox = nc.new_inbox()
     sub = await nc.subscribe(inbox)
     await nc.publish("$SRV.PING", b"", reply=inbox)

@@ -13,6 +13,7 @@ from quiz_contracts import subjects
 from quiz_contracts.errors import ErrorCode, http_status
 from quiz_contracts.poll import (
     BrainstormAnswer,
+    BrainstormClose,
     BrainstormOpen,
     IdeaMark,
     PollAiRun,
@@ -39,6 +40,20 @@ def test_the_answer_is_ideas_trimmed_one_to_sixty_characters_at_most_ten() -> No
     assert BrainstormAnswer.model_validate({"ideas": ["x" * 60]}).ideas == ["x" * 60]
 
 
+def test_an_idea_is_counted_in_utf16_units_as_the_platform_counts_it() -> None:
+    # zod's .max(60) counts String.length: an emoji outside the BMP is two units.
+    assert BrainstormAnswer.model_validate({"ideas": ["🙂" * 30]}).ideas == ["🙂" * 30]
+    for bad in ("🙂" * 31, "🙂" * 60, "x" * 59 + "🙂"):
+        with pytest.raises(ValidationError):
+            BrainstormAnswer.model_validate({"ideas": [bad]})
+    # Counted after JavaScript's trim (U+FEFF is a space there), never coerced from a number.
+    assert BrainstormAnswer.model_validate({"ideas": ["\ufeff" + "x" * 60 + " "]}).ideas == [
+        "x" * 60
+    ]
+    with pytest.raises(ValidationError):
+        BrainstormAnswer.model_validate({"ideas": [12]})
+
+
 def test_a_mark_is_the_poll_idea_marks_row_in_camel_case() -> None:
     mark = IdeaMark.model_validate({"key": "bouge", "mergedInto": "court", "source": "ai"})
     assert mark.merged_into == "court"
@@ -49,6 +64,10 @@ def test_a_mark_is_the_poll_idea_marks_row_in_camel_case() -> None:
         "label": None,
         "correction": None,
         "source": "ai",
+        # This service's two additions (issue 21): the approved spellings, and an idea that was
+        # there when the AI was switched on.
+        "seen": [],
+        "teacherOnly": False,
     }
     with pytest.raises(ValidationError):
         IdeaMark.model_validate({"key": "bouge", "status": "pending"})
@@ -108,10 +127,11 @@ def test_the_board_reads_the_platforms_json() -> None:
         ],
     }
     board = PollIdeaBoard.model_validate(body)
-    # Our additions to the AI line (the run's calls against its cap, issue 16) are the only
-    # difference from the platform's JSON.
+    # Our additions to the AI line (the run's calls against its cap, issue 16) and a variant's
+    # new spellings (issue 21) are the only differences from the platform's JSON.
     dumped = json.loads(board.model_dump_json())
     assert dumped["ai"].pop("calls") == 0 and dumped["ai"].pop("runCap") == 200
+    assert dumped["clusters"][0]["variants"][0].pop("newSpellings") == []
     assert dumped == body
 
 
@@ -157,6 +177,16 @@ def test_the_edge_models() -> None:
         PollParticipant.model_validate({"attemptId": "a1", "kind": "account"})
     with pytest.raises(ValidationError):
         PollParticipant.model_validate({"attemptId": "a1", "kind": "guest", "userId": "u"})
+    # A time without its offset is refused, as review refuses one (it would be read in the
+    # host's zone).
+    for naive in ("2026-10-20T09:00:00", "2026-10-20 09:00"):
+        with pytest.raises(ValidationError):
+            BrainstormOpen.model_validate({**opened.model_dump(), "openedAt": naive})
+        with pytest.raises(ValidationError):
+            BrainstormClose.model_validate({"evaluationId": "ev2", "closedAt": naive})
+    assert BrainstormClose.model_validate(
+        {"evaluationId": "ev2", "closedAt": "2026-10-20T11:00:00+02:00"}
+    ).closed_at == datetime(2026, 10, 20, 9, 0, tzinfo=UTC)
     run = PollAiRun(evaluation_id="ev2")
     assert json.loads(run.model_dump_json())["leaseAt"] is None
 

@@ -176,3 +176,21 @@ def test_draft_hash_is_canonical() -> None:
     assert request.item is None
     result = GenerateResult(config={}, explanation="", draft_hash="h")
     assert result.model_dump()["incomplete"] is None
+
+
+@pytest.mark.parametrize("name", sorted(QUESTION_TYPES))
+def test_a_fresh_draft_reads_as_its_type_and_as_no_other(name: str) -> None:
+    """Unfinished is not misread (D16); another type's draft is, by its configVersion at least."""
+    fresh = question_type(name).empty_draft()
+    assert not read_draft(name, fresh).valid and read_draft(name, fresh).reads_as_type
+    for other, qtype in QUESTION_TYPES.items():
+        if qtype.config_version != question_type(name).config_version:
+            misread = read_draft(other, fresh).misread
+            assert "configVersion" in [p.path for p in misread], other
+
+
+def test_a_value_of_the_wrong_kind_is_misread_and_a_missing_one_is_not() -> None:
+    draft = question_type("mcq").empty_draft()
+    assert [p.path for p in read_draft("mcq", {**draft, "choices": "oops"}).misread] == ["choices"]
+    assert read_draft("mcq", {"prompt": "P"}).reads_as_type
+    assert not read_draft("mcq", [1, 2]).reads_as_type

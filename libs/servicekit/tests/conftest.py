@@ -8,13 +8,13 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
-import nats
 import pytest
 from nats.aio.client import Client as NATS
 from nats.js.errors import NotFoundError
 
 from quiz_servicekit.jetstream import ConsumerSpec, JetStreamKit, StreamSpec
 from quiz_servicekit.metrics import ServiceMetrics
+from quiz_testkit.nats_server import nats_connect
 
 
 @dataclass(frozen=True)
@@ -32,7 +32,7 @@ async def names(nats_url: str) -> AsyncIterator[Names]:
     tag = uuid.uuid4().hex[:10]
     names = Names(f"T{tag}", f"t{tag}.jobs", f"c{tag}", f"kit-{tag}")
     yield names
-    nc = await nats.connect(nats_url)
+    nc = await nats_connect(nats_url)
     js = nc.jetstream()
     for stream, consumer in (
         (names.stream, None),

@@ -5,8 +5,10 @@ Every case goes through a real HTTP server (uvicorn on a socket) or a real nats-
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
+import time
 from collections.abc import AsyncIterator
 
 import httpx
@@ -16,7 +18,12 @@ from nats.aio.client import Client as NATS
 
 from quiz_contracts.base import WireModel
 from quiz_contracts.errors import ContractError, ErrorCode
-from quiz_contracts.limits import HTTP_MAX_BODY_BYTES, MAX_JSON_DEPTH
+from quiz_contracts.limits import (
+    HTTP_MAX_BODY_BYTES,
+    HTTP_MAX_HEADER_BYTES,
+    MAX_JSON_DEPTH,
+    MAX_TOKEN_BYTES,
+)
 from quiz_servicekit.app import ServiceRuntime, create_service_app
 from quiz_servicekit.auth import Access, require_grant
 from quiz_servicekit.micro import EndpointSpec, MsgContext
@@ -34,6 +41,8 @@ ROUTE_MAX = 2_000  # one route's own maximum
 class Note(WireModel):
     text: str
     extra: object | None = None
+    count: int | None = None
+    flag: bool | None = None
 
 
 def edge_app(settings: ServiceSettings) -> FastAPI:
@@ -250,3 +259,130 @@ async def test_a_request_over_the_bus_maximum_is_a_contract_error(edge: str, nc:
         await request(nc, "kit.v1.edge", huge, Note, timeout=5)
     assert e.value.code == ErrorCode.payload_too_large
     assert e.value.status == 413
+
+
+def padded_token(keys: SigningKeys, length: int) -> str:
+    """A validly signed token for note:1 about `length` characters long (a padding claim)."""
+    token = keys.mint("t1", {"note:1": {"role": "owner"}}, aud="quiz-platform", pad="")
+    pad = (length - len(token)) * 3 // 4
+    return keys.mint("t1", {"note:1": {"role": "owner"}}, aud="quiz-platform", pad="x" * pad)
+
+
+@pytest.mark.parametrize("length", [100_000, 1_300_000], ids=["100kB", "1.3MB"])
+async def test_a_signed_token_over_the_header_limit_is_413_json_not_a_reset(
+    edge: str, signing_keys: SigningKeys, length: int
+) -> None:
+    """Issue 21 item 5: uvicorn's h11 answered a plain-text 400 and closed the socket under the
+    client, which saw a connection reset (httpx.ReadError)."""
+    token = padded_token(signing_keys, length)
+    assert len(token) > HTTP_MAX_HEADER_BYTES
+    async with httpx.AsyncClient() as http:
+        r = await http.post(
+            f"{edge}/notes/1", json={"text": "x"}, headers={"authorization": f"Bearer {token}"}
+        )
+    body = assert_error(r, 413, "payload_too_large")
+    assert f"over {HTTP_MAX_HEADER_BYTES} bytes" in str(body["message"])
+    assert r.headers["connection"] == "close"
+
+
+async def test_a_signed_token_over_its_own_limit_is_401_and_one_within_it_passes(
+    edge: str, signing_keys: SigningKeys
+) -> None:
+    long_token = padded_token(signing_keys, MAX_TOKEN_BYTES + 4_000)
+    fitting = padded_token(signing_keys, MAX_TOKEN_BYTES - 100)
+    assert len(long_token) > MAX_TOKEN_BYTES >= len(fitting)
+    async with httpx.AsyncClient() as http:
+        refused = await http.post(
+            f"{edge}/notes/1", json={"text": "x"}, headers={"authorization": f"Bearer {long_token}"}
+        )
+        passed = await http.post(
+            f"{edge}/notes/1", json={"text": "x"}, headers={"authorization": f"Bearer {fitting}"}
+        )
+    body = assert_error(refused, 401, "unauthorized")
+    assert f"at most {MAX_TOKEN_BYTES}" in str(body["message"])
+    assert passed.status_code == 200, passed.text
+
+
+async def raw_exchange(url: str, request: bytes, piece: int | None = None) -> bytes:
+    """Send `request` on a fresh socket (all at once, or `piece` bytes at a time), read to EOF."""
+    host, port = url.removeprefix("http://").split(":")
+    reader, writer = await asyncio.open_connection(host, int(port))
+    try:
+        step = piece or len(request)
+        for start in range(0, len(request), step):
+            writer.write(request[start : start + step])
+            await writer.drain()
+            if piece:
+                await asyncio.sleep(0.001)
+        return await asyncio.wait_for(reader.read(), timeout=10)
+    finally:
+        writer.close()
+
+
+def status_and_body(answer: bytes) -> tuple[bytes, dict[str, object]]:
+    head, _, body = answer.partition(b"\r\n\r\n")
+    assert b"content-type: application/json" in head.lower(), head
+    return head.split(b"\r\n")[0], json.loads(body)
+
+
+@pytest.mark.parametrize("piece", [None, 1024], ids=["one-write", "in-pieces"])
+async def test_the_header_limit_holds_however_the_bytes_arrive(
+    edge: str, piece: int | None
+) -> None:
+    """h11 alone measured only a header block still incomplete: one that arrived in a single
+    read passed whatever its size."""
+    request = (
+        b"POST /notes/1 HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n"
+        b"x-pad: " + b"p" * (HTTP_MAX_HEADER_BYTES + 10) + b"\r\ncontent-length: 12\r\n\r\n"
+        b'{"text":"x"}'
+    )
+    status, body = status_and_body(await raw_exchange(edge, request, piece))
+    assert status == b"HTTP/1.1 413 ", status
+    assert body["code"] == "payload_too_large"
+
+
+async def test_a_malformed_request_is_400_json(edge: str) -> None:
+    status, body = status_and_body(await raw_exchange(edge, b"NOT HTTP AT ALL\r\n\r\n"))
+    assert status.startswith(b"HTTP/1.1 400"), status
+    assert body["code"] == "invalid_request"
+
+
+@pytest.mark.parametrize("claim", ["exp", "nbf", "iat"])
+async def test_a_token_time_written_as_text_is_refused(
+    edge: str, signing_keys: SigningKeys, claim: str
+) -> None:
+    """Issue 21 item 5: PyJWT reads int("…"), so `"exp": "4102444800"` passed as a time."""
+    valid_number = {"exp": int(time.time()) + 3600, "nbf": 0, "iat": int(time.time())}[claim]
+    token = signing_keys.mint(
+        "t1", {"note:1": {"role": "owner"}}, aud="quiz-platform", **{claim: str(valid_number)}
+    )
+    as_number = signing_keys.mint(
+        "t1", {"note:1": {"role": "owner"}}, aud="quiz-platform", **{claim: valid_number}
+    )
+    async with httpx.AsyncClient() as http:
+        refused = await http.post(
+            f"{edge}/notes/1", json={"text": "x"}, headers={"authorization": f"Bearer {token}"}
+        )
+        passed = await http.post(
+            f"{edge}/notes/1", json={"text": "x"}, headers={"authorization": f"Bearer {as_number}"}
+        )
+    body = assert_error(refused, 401, "unauthorized")
+    assert body["message"] == f"invalid token: the {claim} claim is not a number"
+    assert passed.status_code == 200, passed.text
+
+
+@pytest.mark.parametrize(
+    "body",
+    [{"text": "x", "count": "1"}, {"text": "x", "flag": "yes"}, {"text": "x", "flag": 1}],
+    ids=["int-as-text", "bool-as-text", "bool-as-number"],
+)
+async def test_wire_numbers_and_booleans_are_not_read_from_text_over_http_and_nats(
+    edge: str, token: str, nc: NATS, body: dict[str, object]
+) -> None:
+    async with httpx.AsyncClient() as http:
+        r = await http.post(
+            f"{edge}/notes/1", json=body, headers={"authorization": f"Bearer {token}"}
+        )
+    assert_error(r, 400, "invalid_request")
+    reply = await nc.request("kit.v1.edge", json.dumps(body).encode(), timeout=5)
+    assert reply.headers and reply.headers["Nats-Service-Error"] == "invalid_request"

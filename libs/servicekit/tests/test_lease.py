@@ -7,12 +7,12 @@ import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
 
-import nats
 import pytest
 from nats.aio.client import Client as NATS
 from nats.js.kv import KeyValue
 
 from quiz_servicekit.lease import KvLease, LeaseLost, default_holder_id, lease_bucket
+from quiz_testkit.nats_server import nats_connect
 from quiz_testkit.scripts import ScriptProcess, eventually
 
 pytestmark = pytest.mark.integration
@@ -61,7 +61,7 @@ async def test_a_partitioned_holder_lets_go_before_another_takes_over(
     nats_url: str, nc: NATS, bucket: str
 ) -> None:
     kv = await lease_bucket(nc.jetstream(), bucket, ttl_s=2)
-    cut_off = await nats.connect(nats_url)
+    cut_off = await nats_connect(nats_url)
     a = KvLease(await cut_off.jetstream().key_value(bucket), "night", holder="a", ttl_s=2)
     b = KvLease(kv, "night", holder="b", ttl_s=2)
     assert await a.try_acquire()

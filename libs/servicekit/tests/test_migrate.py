@@ -17,6 +17,7 @@ from sqlalchemy import create_engine, text
 
 from quiz_servicekit.db import sync_url
 from quiz_testkit.databases import postgres_available, postgres_database
+from quiz_testkit.nats_server import nats_connect
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -86,7 +87,7 @@ async def test_two_replicas_migrating_at_once_one_migrates_the_other_waits(
         )
         for log in logs
     ]
-    nc = await nats.connect(nats_url)
+    nc = await nats_connect(nats_url)
     try:
 
         def texts() -> list[str]:

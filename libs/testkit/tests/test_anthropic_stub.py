@@ -530,3 +530,93 @@ def test_cli_serves_realistic_replies() -> None:
     finally:
         proc.terminate()
         proc.wait(10)
+
+
+def _wand_request(client: anthropic.Anthropic, config: dict[str, Any]) -> Any:
+    """A wand call as editor-assist sends it: the draft between <draft> tags, a forced tool."""
+    schema = {
+        "type": "object",
+        "properties": {
+            "proposal": {
+                "type": "object",
+                "properties": {
+                    "choices": {
+                        "type": "array",
+                        "items": {
+                            "type": "object",
+                            "properties": {
+                                "text": {"type": "string"},
+                                "correct": {"type": "boolean"},
+                            },
+                            "required": ["text", "correct"],
+                        },
+                    }
+                },
+                "required": ["choices"],
+            },
+            "explanation": {"type": "string"},
+        },
+        "required": ["proposal", "explanation"],
+    }
+    draft = json.dumps({"type": "mcq", "config": config, "explanation": ""})
+    return client.messages.create(
+        model=MODEL,
+        max_tokens=256,
+        system="Question type: mcq",
+        messages=[{"role": "user", "content": f"<draft>\n{draft}\n</draft>\n\nPropose."}],
+        tools=[{"name": "propose_mcq", "input_schema": schema}],
+        tool_choice={"type": "tool", "name": "propose_mcq"},
+    ).content[0]
+
+
+def test_demo_replies_are_computed_from_the_request_and_labelled(
+    stub: AnthropicStub, client: anthropic.Anthropic
+) -> None:
+    from quiz_testkit.demo_replies import DEMO_LABEL
+
+    stub.script(StubReply.demo(), StubReply.demo(), StubReply.demo())
+    four = _wand_request(client, {"prompt": "2 + 2 ?", "choices": []}).input
+    seven = _wand_request(client, {"prompt": "3 + 4 = ?", "choices": []}).input
+    assert [c["text"] for c in four["proposal"]["choices"] if c["correct"]] == ["4"]
+    assert [c["text"] for c in seven["proposal"]["choices"] if c["correct"]] == ["7"]
+    assert four["explanation"].startswith(DEMO_LABEL)
+    # A tool no rule knows: the realistic instance of its schema, nothing invented.
+    other = _forced(client).content[0]
+    assert other.input == realistic_instance(CHOICES_TOOL["input_schema"])
+
+
+def test_the_stub_default_is_unchanged_by_the_demo_mode(
+    stub: AnthropicStub, client: anthropic.Anthropic
+) -> None:
+    block = _wand_request(client, {"prompt": "2 + 2 ?", "choices": []})
+    assert block.input == {"proposal": {"choices": []}, "explanation": ""}  # minimal, as before
+
+
+def test_cli_demo_says_so_and_labels_its_replies() -> None:
+    from quiz_testkit.demo_replies import DEMO_LABEL
+
+    with AnthropicStub() as probe:
+        port = probe.port
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "quiz_testkit.anthropic_stub", "--demo", "--port", str(port)],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stderr is not None
+        first = proc.stderr.readline()
+        assert "DEMO mode" in first and DEMO_LABEL in first
+        with anthropic.Anthropic(
+            api_key="k", base_url=f"http://127.0.0.1:{port}", max_retries=0
+        ) as client:
+            for _ in range(50):
+                try:
+                    block = _wand_request(client, {"prompt": "2 + 2 ?", "choices": []})
+                    break
+                except anthropic.APIConnectionError:
+                    time.sleep(0.05)
+        assert block.input["explanation"].startswith(DEMO_LABEL)
+        assert "demo reply" in proc.stderr.readline()
+    finally:
+        proc.terminate()
+        proc.wait(10)

@@ -10,6 +10,7 @@ from nats.errors import NoServersError
 from nats.js.api import StreamConfig
 
 from quiz_testkit.nats_cluster import NatsCluster, nats_cluster
+from quiz_testkit.nats_server import nats_connect
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -23,7 +24,7 @@ def cluster() -> Iterator[NatsCluster]:
 async def test_a_replicated_stream_survives_its_leader_killed_and_restarted(
     cluster: NatsCluster,
 ) -> None:
-    nc = await nats.connect(servers=cluster.urls, max_reconnect_attempts=-1)
+    nc = await nats_connect(cluster.url, max_reconnect_attempts=-1)
     js = nc.jetstream()
     await js.add_stream(StreamConfig(name="KIT_R3", subjects=["kit.r3.>"], num_replicas=3))
     for k in range(5):
@@ -54,7 +55,7 @@ async def test_a_replicated_stream_survives_its_leader_killed_and_restarted(
 async def test_a_restarted_node_comes_back_on_its_port_with_its_store(
     cluster: NatsCluster,
 ) -> None:
-    nc = await nats.connect(servers=cluster.urls, max_reconnect_attempts=-1)
+    nc = await nats_connect(cluster.url, max_reconnect_attempts=-1)
     js = nc.jetstream()
     await js.add_stream(StreamConfig(name="KIT_R1", subjects=["kit.r1.>"], num_replicas=1))
     await js.publish("kit.r1.a", b"kept")
@@ -65,7 +66,7 @@ async def test_a_restarted_node_comes_back_on_its_port_with_its_store(
     cluster.wait_healthy()
     # Only the restarted node holds this one-replica stream: the message is still there, so
     # the node came back with its own store, and answers on its old client port.
-    only = await nats.connect(servers=[cluster.urls[holder]], allow_reconnect=False)
+    only = await nats_connect(cluster.urls[holder], allow_reconnect=False)
     msg = await only.jetstream().get_last_msg("KIT_R1", "kit.r1.a")
     assert msg.data == b"kept"
     await only.close()
@@ -77,7 +78,7 @@ async def test_the_cluster_runs_the_locked_bus(cluster: NatsCluster) -> None:
     with pytest.raises((NoServersError, nats.errors.Error, OSError)):
         await nats.connect(servers=cluster.plain_urls, allow_reconnect=False, connect_timeout=2)
     # A service user connects with its own password on any node.
-    review = await nats.connect(servers=cluster.urls_for("review")[::-1])
+    review = await nats_connect(",".join(cluster.urls_for("review")[::-1]))
     assert review.is_connected
     await review.close()
 
@@ -87,7 +88,7 @@ async def test_a_client_given_the_list_connects_while_the_first_node_is_down(
 ) -> None:
     cluster.stop(0)
     try:
-        nc = await nats.connect(servers=cluster.urls, dont_randomize=True, connect_timeout=2)
+        nc = await nats_connect(cluster.url, dont_randomize=True, connect_timeout=2)
         assert nc.connected_url is not None
         assert nc.connected_url.port != cluster.nodes[0].port
         await nc.close()

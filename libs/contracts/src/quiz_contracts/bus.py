@@ -8,15 +8,25 @@ renders and a test fails when they are stale.
 
 Rules (docs/operations.md, "The locked bus"):
 - every service subscribes to its own request subjects (`<prefix>.>`) and to `$SRV.>` (the
-  NATS Services API), replies to what it received (`allow_responses`) and receives its own
-  replies on `_INBOX.>`;
+  NATS Services API);
+- every user reads replies on its own prefix only: its clients connect with nats-py's
+  `inbox_prefix=inbox_prefix(<user>)` (`_INBOX_<user>`) and it may subscribe to
+  `_INBOX_<user>.>`, never `_INBOX.>` — so nobody reads another user's model replies or
+  JetStream deliveries (issue 21);
+- a responder (the service the catalog names for a request/reply subject, and every service for
+  `$SRV.>`) may publish to the reply prefix of each user whose publish rights reach those
+  subjects (`reply_rights`, derived, never hand-listed). The grant is per user, not per
+  connection like nats-server's `allow_responses`: a reply published after the responder
+  reconnected (a NATS restart mid-call) still goes out (issue 20). No user has
+  `allow_responses`;
 - only editor-assist, review, poll and lesson-fix may request the gateway (`llm.v1.complete`,
   `…availability`, `…usage`); only editor-assist may request the runner (`runner.v1.run`);
 - the JetStream API is open to a service for its own streams (and the KV buckets, which are
   streams `KV_<bucket>`) only, never the whole account;
 - outside publishers (the platform's other services) may publish `review.v1.requests` and the
-  question store's `questions.v1.>` events, and request the poll's edge (`poll.v1.open|close|
-  join`), nothing else; `monitor` may ping `$SRV.>`;
+  question store's `questions.v1.>` events, request the poll's edge (`poll.v1.open|close|
+  join`), and read what is published for them: `review.v1.completed` and the poll's frames
+  (`poll.v1.*.tally`), nothing else; `monitor` may ping `$SRV.>`;
 - `ops` is the operators' account-wide user (the `nats` CLI, `quiz_servicekit.dead_letters`);
   no service runs with it.
 
@@ -33,6 +43,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from quiz_contracts import subjects as s
+from quiz_contracts.catalog import OPERATIONS
 
 # The account every platform user lives in (JetStream enabled there).
 ACCOUNT = "QUIZ"
@@ -50,15 +61,15 @@ POLL_EDGE = tuple(f"{s.POLL_PREFIX}.{verb}" for verb in ("open", "close", "join"
 @dataclass(frozen=True)
 class BusUser:
     """One NATS user: subjects it may publish and subscribe to, JetStream streams and KV
-    buckets it owns (or consumes). `responds`: may reply to the requests it receives."""
+    buckets it owns (or consumes). What it may answer is the catalog's (`answers`)."""
 
     name: str
     publish: tuple[str, ...] = ()
     subscribe: tuple[str, ...] = ()
     streams: tuple[str, ...] = ()
     buckets: tuple[str, ...] = ()
-    responds: bool = True
-    # Receives replies to its own requests (and pull-consumer deliveries) on _INBOX.
+    # Receives replies to its own requests (and JetStream API replies, pull-consumer
+    # deliveries, publish acks) on its own prefix `_INBOX_<name>.>`.
     inbox: bool = True
     # A service the platform deploys (gets a credential of its own in every deployment).
     service: bool = True
@@ -129,16 +140,18 @@ USERS: tuple[BusUser, ...] = (
         subscribe=(f"{s.LESSON_FIX_PREFIX}.>",),
     ),
     # The platform's other services: review requests and the question store's events
-    # (JetStream publishes: the stream's ack comes back on _INBOX), and the poll's edge
+    # (JetStream publishes: the stream's ack comes back on _INBOX_platform), and the poll's edge
     # (ADR-071: the platform opens, closes and joins polls, request/reply).
+    # It reads what is published for it (issue 21): review's completed events and the poll's
+    # live frames, exactly those.
     BusUser(
         "platform",
         publish=(s.REVIEW_REQUESTS, "questions.v1.>", *POLL_EDGE),
-        responds=False,
+        subscribe=(s.REVIEW_COMPLETED, s.poll_tally_filter()),
         service=False,
     ),
     # Monitoring: the NATS Services API (`$SRV.PING|INFO|STATS`), nothing else.
-    BusUser("monitor", publish=("$SRV.>",), responds=False, service=False),
+    BusUser("monitor", publish=("$SRV.>",), service=False),
     # Operators: account-wide (streams, consumers, dead letters, `nats` CLI). Never a service.
     BusUser("ops", publish=(">",), subscribe=(">",), service=False),
 )
@@ -154,12 +167,67 @@ def user(name: str) -> BusUser:
     raise KeyError(name)
 
 
-def permissions(u: BusUser) -> dict[str, object]:
+def inbox_prefix(name: str) -> str:
+    """The reply prefix of user `name`'s clients, nats-py's `inbox_prefix`: `_INBOX_<name>`.
+
+    Requests' replies, JetStream API replies, pull-consumer deliveries and publish acks all
+    arrive under it (nats-py derives every inbox from the connection's prefix)."""
+    return f"_INBOX_{name}"
+
+
+def inbox(name: str) -> str:
+    """The subject filter of `name`'s replies, the only inbox it may read: `_INBOX_<name>.>`."""
+    return f"{inbox_prefix(name)}.>"
+
+
+def subjects_overlap(a: str, b: str) -> bool:
+    """Whether one subject matches both NATS patterns `a` and `b` (`*` one token, `>` the
+    rest, one token at least)."""
+    ta, tb = a.split("."), b.split(".")
+    for i in range(min(len(ta), len(tb))):
+        x, y = ta[i], tb[i]
+        if x == ">" or y == ">":
+            return True
+        if x != y and "*" not in (x, y):
+            return False
+    return len(ta) == len(tb)
+
+
+def answers(u: BusUser) -> tuple[str, ...]:
+    """The request/reply subjects `u` answers: its operations in the catalog, and the
+    Services API (`$SRV.>`) for a service."""
+    subjects = [op.subject for op in OPERATIONS if op.service == u.name]
+    if u.service:
+        subjects.append("$SRV.>")
+    return tuple(subjects)
+
+
+def callers(u: BusUser, users: tuple[BusUser, ...] = USERS) -> tuple[BusUser, ...]:
+    """The users whose publish rights reach a subject `u` answers (itself included, when so)."""
+    answered = answers(u)
+    return tuple(
+        c
+        for c in users
+        if c.inbox and any(subjects_overlap(p, a) for p in c.publish for a in answered)
+    )
+
+
+def reply_rights(u: BusUser, users: tuple[BusUser, ...] = USERS) -> tuple[str, ...]:
+    """The reply prefixes `u` may publish to: its callers' `_INBOX_<caller>.>`.
+
+    Explicit rights, not `allow_responses` (which nats-server keeps per connection and forgets
+    when the responder reconnects): a reply published after a NATS restart mid-call is not
+    refused. A responder can write to a caller's prefix, never read it."""
+    return tuple(inbox(c.name) for c in callers(u, users))
+
+
+def permissions(u: BusUser, users: tuple[BusUser, ...] = USERS) -> dict[str, object]:
     """nats-server's `permissions` block of one user (publish/subscribe allow-lists)."""
     publish = list(u.publish)
     subscribe = list(u.subscribe)
+    publish += reply_rights(u, users)
     if u.inbox:
-        subscribe.append("_INBOX.>")
+        subscribe.append(inbox(u.name))
     if u.service:
         subscribe.append("$SRV.>")
     if u.streams or u.buckets:
@@ -169,15 +237,13 @@ def permissions(u: BusUser) -> dict[str, object]:
         for bucket in u.buckets:
             publish += [*stream_api(f"KV_{bucket}"), f"$KV.{bucket}.>"]
             subscribe.append(f"$KV.{bucket}.>")
-    # An empty allow-list could read as "no restriction": say "deny all" instead (replies to
-    # what a user received still pass through allow_responses).
-    block: dict[str, object] = {
+    # An empty allow-list could read as "no restriction": say "deny all" instead. No
+    # `allow_responses`: every reply a user sends is one of its explicit rights (its callers'
+    # prefixes; `$JS.ACK.<stream>.>` and `$JS.FC.<stream>.>` for JetStream deliveries).
+    return {
         "publish": {"allow": _unique(publish)} if publish else {"deny": [">"]},
         "subscribe": {"allow": _unique(subscribe)} if subscribe else {"deny": [">"]},
     }
-    if u.responds:
-        block["allow_responses"] = True
-    return block
 
 
 def _unique(items: list[str]) -> list[str]:
@@ -227,7 +293,7 @@ def nats_accounts_config(
         "    users: [",
     ]
     for u in users:
-        perms = json.dumps(permissions(u), separators=(", ", ": "))
+        perms = json.dumps(permissions(u, users), separators=(", ", ": "))
         lines.append(
             f"      {{user: {json.dumps(u.name)}, password: {ref(u.name)}, permissions: {perms}}}"
         )

@@ -30,12 +30,13 @@ from quiz_contracts.base import WireModel
 MAX_FIX_DOC_CHARS = 300_000
 """The largest lesson a fix request may carry, in characters of its reduced JSON (413 above)."""
 
-MAX_FIX_BODY_BYTES = 3 * MAX_FIX_DOC_CHARS + 65_536
-"""The largest fix or check body in bytes: a lesson at MAX_FIX_DOC_CHARS as compact JSON (the
-editor's JSON.stringify: at most 3 UTF-8 bytes per UTF-16 unit, nothing escaped but controls and
-quotes), plus the finding's key and the verification token. Under the 1 MiB a NATS hop carries,
-so a body that passes the HTTP edge also fits `lesson.v1.fix`. A bigger body is refused with 413
-payload_too_large before it is read; a smaller one is measured as the tool measures it."""
+MAX_FIX_BODY_BYTES = 6 * MAX_FIX_DOC_CHARS + 65_536
+"""The largest fix or check body in bytes, a transport guard only: a lesson at MAX_FIX_DOC_CHARS
+as compact JSON written by the most verbose client (every UTF-16 unit escaped as `\\uXXXX`, six
+bytes), plus the finding's key and the verification token. A bigger body is refused with 413
+payload_too_large before it is read; a smaller one is measured as the tool measures it, in
+characters (`JSON.stringify(doc).length`), whatever its bytes. Under what a NATS hop carries
+(`subjects.NATS_MAX_PAYLOAD`, 8 MiB)."""
 
 FIX_ATTEMPTS = 2
 """How many times the model is asked for one fix before the service answers 422."""

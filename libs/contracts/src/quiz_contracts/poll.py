@@ -25,10 +25,19 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Annotated, Literal
 
-from pydantic import ConfigDict, Field, StringConstraints, model_validator
+from pydantic import (
+    AwareDatetime,
+    ConfigDict,
+    Field,
+    PlainValidator,
+    StringConstraints,
+    WithJsonSchema,
+    model_validator,
+)
 from pydantic.alias_generators import to_camel
 
 from quiz_contracts.base import WireModel
+from quiz_contracts.questions.common import Utf16, js_trim
 
 # --- Limits (heig-quiz `packages/domain/src/brainstorm.ts`, `packages/contracts/src/poll.ts`) ---
 
@@ -39,6 +48,7 @@ CLOUD_CAP = 60  # bubbles in a cloud (BRAINSTORM_CLOUD_CAP)
 IDEA_LABEL_MAX = 60  # a teacher's cluster label (POLL_IDEA_LABEL_MAX)
 IDEA_KEY_MAX = 200  # an idea key in an action body
 ACTION_KEYS_MAX = 500  # keys in one action body
+SEEN_MAX = 50  # spellings of one key recorded as seen approved (more stay new: safe side)
 
 
 class CamelModel(WireModel):
@@ -56,17 +66,32 @@ class CamelModel(WireModel):
 
 # --- The participant's answer -----------------------------------------------------------------
 
+_IDEA_LENGTH = Utf16(1, IDEA_MAX_CHARS)
+
+
+def _idea(value: object) -> str:
+    """`z.string().trim().min(1).max(60)`: a string (never coerced), trimmed as JavaScript
+    trims, then 1–60 UTF-16 code units as zod counts them (an emoji outside the BMP is 2)."""
+    if not isinstance(value, str):
+        return _IDEA_LENGTH.validate(value)  # the platform's string_type error
+    return _IDEA_LENGTH.validate(js_trim(value))
+
+
 Idea = Annotated[
-    str, StringConstraints(strip_whitespace=True, min_length=1, max_length=IDEA_MAX_CHARS)
+    str,
+    PlainValidator(_idea),
+    WithJsonSchema({"type": "string", "minLength": 1, "maxLength": IDEA_MAX_CHARS}),
 ]
 
 
 class BrainstormAnswer(CamelModel):
     """`{ideas: string[]}`: the whole answer, sent by the phone on every Add and Remove (§8).
 
-    Each idea is trimmed and 1–60 characters (code points; the platform's input counts UTF-16
-    units, so it never sends more). At most 10 here; the question's `maxIdeas` is checked by
-    the service (422 `answer_invalid`), as the platform's `answerMisfit` does.
+    Each idea is trimmed (JavaScript's `trim`) and 1–60 UTF-16 code units, counted as the
+    platform's schema counts them (`qt-brainstorm` `BrainstormAnswerSchema`, zod's `.max(60)`):
+    60 emoji are 120 units and are refused, as the platform refuses them. At most 10 here; the
+    question's `maxIdeas` is checked by the service (422 `answer_invalid`), as the platform's
+    `answerMisfit` does.
     """
 
     ideas: list[Idea] = Field(max_length=MAX_IDEAS_LIMIT)
@@ -84,6 +109,14 @@ class IdeaMark(CamelModel):
 
     `status` null means not moderated yet. `label` is only ever written by a teacher; the
     model writes `correction`. Any teacher action makes `source` "teacher" for good.
+
+    Two fields are this service's (issue 21), beyond the platform's row:
+    - `seen`: the spellings approved, as the room reads them (`room_text`), in the order they
+      were approved — what the teacher saw on the board when approving (or the text the model
+      judged). Under moderation the room reads only these; a new spelling of the key waits on
+      the board until the teacher approves it too. Empty unless `status` is approved.
+    - `teacherOnly`: the idea was there when the AI was switched on (ADR-072 §5): it stays with
+      the teacher and never leaves for the model, not even as wall context, whatever its status.
     """
 
     key: str = Field(min_length=1, max_length=IDEA_KEY_MAX)
@@ -92,6 +125,8 @@ class IdeaMark(CamelModel):
     label: str | None = Field(default=None, max_length=IDEA_LABEL_MAX)
     correction: str | None = Field(default=None, max_length=IDEA_MAX_CHARS)
     source: MarkSource = "teacher"
+    seen: tuple[str, ...] = Field(default=(), max_length=SEEN_MAX)
+    teacher_only: bool = False
 
 
 # --- What the room reads: the tally and its cloud ----------------------------------------------
@@ -174,16 +209,25 @@ class PollTallyFrame(CamelModel):
 
 
 class PollIdeaVariant(CamelModel):
-    """One idea key on the board: its typed text, correction, source, count, status."""
+    """One idea key on the board: its typed text, correction, source, count, status.
+
+    `newSpellings` is this service's addition (issue 21): for an approved key, the spellings
+    participants hold now, as the room would read them, that the teacher has not approved —
+    the room does not read them until the teacher approves the key with them.
+    """
 
     key: str
     text: str = Field(
-        description="As participants typed it: the most typed spelling (a tie: the smallest)."
+        description="As participants typed it: the most typed spelling (a tie: the first met)."
     )
     correction: str | None = Field(description="The model's corrected form; the room reads it.")
     ai: bool = Field(description="The decision on it is the model's (source ai).")
     count: int = Field(ge=0)
     status: IdeaStatus
+    new_spellings: list[str] = Field(
+        default_factory=list,
+        description="An approved key's spellings not approved yet (as the room would read them).",
+    )
 
 
 class PollIdeaCluster(CamelModel):
@@ -252,11 +296,21 @@ IdeaKeyField = Annotated[str, StringConstraints(min_length=1, max_length=IDEA_KE
 Keys = Annotated[list[IdeaKeyField], Field(min_length=1, max_length=ACTION_KEYS_MAX)]
 
 
+Spelling = Annotated[str, StringConstraints(min_length=1, max_length=IDEA_KEY_MAX)]
+
+
 class StatusAction(CamelModel):
-    """approve, hide, or reset (back to unmoderated) each key."""
+    """approve, hide, or reset (back to unmoderated) each key.
+
+    `spellings` (approve only; this service's addition): the spellings the teacher saw on the
+    board for these keys (`text` and `newSpellings`); each is approved for the key it keys to,
+    if somebody holds it. Without it, approving a key approves the text the board lists for it
+    now, and only that one.
+    """
 
     action: Literal["approve", "hide", "reset"]
     keys: Keys
+    spellings: list[Spelling] | None = Field(default=None, max_length=ACTION_KEYS_MAX)
 
 
 class MergeAction(CamelModel):
@@ -381,14 +435,15 @@ class BrainstormOpen(CamelModel):
     roster: list[MaskedPerson] = Field(
         default_factory=list, description="A classroom's roster; empty for an anonymous poll."
     )
-    opened_at: datetime
+    # With its offset, as review's times: a naive time would be read in the host's zone.
+    opened_at: AwareDatetime
 
 
 class BrainstormClose(CamelModel):
     """The platform's End: no answer after this; 30 days later the poll freezes."""
 
     evaluation_id: EvaluationId
-    closed_at: datetime
+    closed_at: AwareDatetime  # with its offset, as `openedAt`
 
 
 class PollParticipant(CamelModel):

@@ -39,6 +39,7 @@ from quiz_servicekit.http import (
     TelemetryMiddleware,
     install_error_handlers,
 )
+from quiz_servicekit.http_protocol import EdgeH11Protocol
 from quiz_servicekit.jetstream import ConsumerSpec, StreamSpec
 from quiz_servicekit.metrics import ServiceMetrics
 from quiz_servicekit.micro import EndpointSpec, MicroService, start_micro_service
@@ -357,9 +358,14 @@ def bind_socket(host: str, port: int) -> socket.socket:
 
 
 def uvicorn_server(app: FastAPI, settings: ServiceSettings) -> uvicorn.Server:
-    """A uvicorn server for `app` without its own logging setup (ours is in the lifespan)."""
+    """A uvicorn server for `app` without its own logging setup (ours is in the lifespan).
+
+    Its HTTP/1.1 parser is always h11 through `EdgeH11Protocol`: the header limit and the JSON
+    refusals of requests the app never sees (quiz_servicekit.http_protocol).
+    """
     config = uvicorn.Config(
         app,
+        http=EdgeH11Protocol,
         log_config=None,
         log_level=settings.log_level.lower(),
         access_log=False,

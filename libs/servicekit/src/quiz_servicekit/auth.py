@@ -3,7 +3,9 @@
 Claims: `sub` (the person) and `grants`, e.g.
 `{"question:42": {"role": "contributor", "type": "mcq", "pool": "7"}}`.
 A missing grant answers 404 (invariant 6: what you may not reach does not exist for you);
-a missing, forged or expired token answers 401.
+a missing, forged, expired or oversized (over `MAX_TOKEN_BYTES`) token answers 401, and so
+does one whose `exp`, `nbf` or `iat` is not a JSON number (`"1700000000"` is refused, as the
+platform refuses it).
 """
 
 from __future__ import annotations
@@ -18,8 +20,11 @@ from fastapi import Request
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from quiz_contracts.errors import ContractError, ErrorCode
+from quiz_contracts.limits import MAX_TOKEN_BYTES
 
 ALGORITHMS = ["EdDSA", "ES256"]
+# Times in seconds since the epoch (RFC 7519 NumericDate): a JSON number, never text.
+NUMERIC_DATE_CLAIMS = ("exp", "nbf", "iat")
 # A role reaches what every lower role reaches.
 ROLE_RANK = {"viewer": 1, "contributor": 2, "owner": 3}
 
@@ -91,12 +96,23 @@ class JwtVerifier:
                     "verify_iss": self._issuer is not None,
                 },
             )
+            for claim in NUMERIC_DATE_CLAIMS:
+                if claim in claims and not _is_json_number(claims[claim]):
+                    # PyJWT reads int("1700000000"); the platform's JWT library, as RFC 7519's
+                    # NumericDate, takes a JSON number only.
+                    raise ContractError(
+                        ErrorCode.unauthorized, f"invalid token: the {claim} claim is not a number"
+                    )
             return Identity.model_validate(
                 {"sub": claims["sub"], "grants": claims.get("grants") or {}}
             )
         except (jwt.PyJWTError, ValidationError, ValueError) as e:
             # Said in our words: PyJWT's and pydantic's messages may quote the claims.
             raise ContractError(ErrorCode.unauthorized, _why_refused(e)) from None
+
+
+def _is_json_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def _why_refused(e: Exception) -> str:
@@ -122,7 +138,15 @@ def _bearer(request: Request) -> str:
     scheme, _, token = header.partition(" ")
     if scheme.lower() != "bearer" or not token:
         raise ContractError(ErrorCode.unauthorized, "a Bearer token is required")
-    return token.strip()
+    token = token.strip()
+    if len(token) > MAX_TOKEN_BYTES:
+        # Refused unread: a token this long is no platform token, and decoding and verifying it
+        # (and a cache keyed by it, as the poll's) would cost in proportion.
+        raise ContractError(
+            ErrorCode.unauthorized,
+            f"invalid token: {len(token)} bytes long; at most {MAX_TOKEN_BYTES}",
+        )
+    return token
 
 
 def current_identity(request: Request) -> Identity:

@@ -39,7 +39,7 @@ from nats.js import JetStreamContext, api
 from nats.js.errors import APIError, NotFoundError
 from pydantic import BaseModel
 
-from quiz_servicekit.natsio import nats_servers
+from quiz_servicekit.natsio import inbox_prefix_for, nats_servers
 
 DEAD_LETTER_STREAM = "DLQ"
 DEAD_LETTER_PREFIX = "dlq"
@@ -353,7 +353,9 @@ def _print_letter(letter: DeadLetter, *, full: bool) -> None:
 
 
 async def _cli(args: argparse.Namespace) -> int:
-    nc = await nats.connect(servers=nats_servers(args.nats_url))
+    nc = await nats.connect(
+        servers=nats_servers(args.nats_url), inbox_prefix=inbox_prefix_for(args.nats_url)
+    )
     try:
         js = nc.jetstream()
         if args.command == "list":

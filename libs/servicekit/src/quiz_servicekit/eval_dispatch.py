@@ -19,7 +19,7 @@ import nats
 from quiz_contracts.errors import ContractError, ErrorCode
 from quiz_contracts.llm import Purpose
 from quiz_servicekit.llm import LlmClient
-from quiz_servicekit.natsio import nats_servers
+from quiz_servicekit.natsio import inbox_prefix_for, nats_servers
 
 GROUP = "quiz_eval"
 
@@ -91,6 +91,7 @@ async def harness_gateway(nats_url: str, name: str, purpose: Purpose) -> AsyncIt
         max_reconnect_attempts=2,
         reconnect_time_wait=0.5,
         error_cb=_quiet,
+        inbox_prefix=inbox_prefix_for(nats_url),
     )
     try:
         llm = LlmClient(nc)

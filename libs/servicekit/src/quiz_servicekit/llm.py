@@ -9,11 +9,20 @@ Every service that calls a model goes through it, so each sees the gateway the s
   exception: a request too large for the bus is the person's input, `payload_too_large` (413).
 - `complete` stamps the call's absolute deadline (`deadline_at`, from `deadline_s`): a gateway
   that gets the message after it (paused, backlogged) makes no provider request for it.
+- `complete` never turns a lost reply into a second payment: a call that carries a
+  `request_id` and loses its connection, or has no reply in time, is sent again with the same
+  id (at most `MAX_REPEATS` times, and never past deadline + margin + `repeat_timeout_s` in
+  all); the gateway answers a repeat from its stored reply, or joins the call still in hand, so
+  a paid answer is had again for free. Nobody answering (a gateway restarting) is waited out
+  for `unreachable_wait_s`. When all that fails the error is `LlmNotAnswered` (llm_failed to a
+  person; for a work queue: not a final outcome, retry later with the same id).
 - `availability` fails closed: when the gateway cannot be asked, no model can be called.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 
@@ -30,7 +39,7 @@ from quiz_contracts.llm import (
     UsageReply,
     UsageRequest,
 )
-from quiz_servicekit.natsio import request
+from quiz_servicekit.natsio import NotAnswered, request
 
 # What a caller may see of a gateway failure; every other code leaves as llm_failed.
 CALLER_CODES = frozenset(
@@ -43,6 +52,28 @@ CALLER_CODES = frozenset(
 )
 # The gateway's own deadline for a call that names none (its LLM_GATEWAY_DEFAULT_DEADLINE_S).
 GATEWAY_DEFAULT_DEADLINE_S = 60.0
+# Sends of one call after the first whose reply was lost (connection lost, or none in time).
+MAX_REPEATS = 2
+# How often a call in flight looks at its connection (a reply sent while it was down is lost).
+WATCH_S = 0.1
+# First pause after "no responders" (doubles, at most 1 s): a gateway replica restarting.
+NO_RESPONDERS_PAUSE_S = 0.25
+# What a caller is told to wait before asking again when the gateway did not answer.
+NOT_ANSWERED_RETRY_S = 5.0
+
+
+class LlmNotAnswered(ContractError):
+    """No final answer: no gateway reachable, no reply in time even to a repeat, the
+    connection lost, or the gateway itself `unavailable` (its database out, say).
+
+    Code `llm_failed` (what a person is shown), `retry_after_s` set. Not an outcome to store:
+    the same request (same `request_id`) may be sent again later, and a call the gateway did
+    make and pay is then answered from its stored reply, free.
+    """
+
+
+class _ConnectionLost(Exception):
+    """Our connection dropped while a call was in flight: its reply may have been lost."""
 
 
 def with_deadline_at(call: CompleteRequest, wait_s: float | None = None) -> CompleteRequest:
@@ -68,31 +99,135 @@ class LlmClient:
         *,
         deadline_margin_s: float = 5.0,
         query_timeout_s: float = 5.0,
+        repeat_timeout_s: float = 5.0,
+        unreachable_wait_s: float = 5.0,
     ) -> None:
         self._nc = nc
         self.deadline_margin_s = deadline_margin_s
         self.query_timeout_s = query_timeout_s
+        # A repeat is answered from the stored reply at once, or joins the call in hand.
+        self.repeat_timeout_s = repeat_timeout_s
+        self.unreachable_wait_s = unreachable_wait_s
 
     async def complete(self, call: CompleteRequest) -> CompleteReply:
-        """One model call; ContractError with one of CALLER_CODES on any failure."""
+        """One model call; ContractError with one of CALLER_CODES on any failure.
+
+        The first reply is awaited for the call's deadline + `deadline_margin_s`; a lost one
+        (connection dropped, or none in time) is asked for again with the same request —
+        only when it has a `request_id`, so the gateway can answer the repeat without paying
+        again — at most MAX_REPEATS times, each repeat waiting at least `repeat_timeout_s`,
+        all within deadline + margin + `repeat_timeout_s`. No responders (nothing delivered)
+        is sent again for `unreachable_wait_s`. Unanswered in the end: `LlmNotAnswered`.
+        """
         deadline = call.deadline_s or GATEWAY_DEFAULT_DEADLINE_S
-        try:
-            return await request(
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        answer_by = started + deadline + self.deadline_margin_s
+        give_up_at = answer_by + self.repeat_timeout_s
+        repeats, pause = 0, NO_RESPONDERS_PAUSE_S
+        while True:
+            # A repeat waits at least repeat_timeout_s (its answer is stored or in hand).
+            until = give_up_at if repeats else answer_by
+            if not await self._connected(until):
+                raise self._not_answered("no connection to the bus")
+            now = loop.time()
+            timeout = answer_by - now
+            if repeats:
+                timeout = max(timeout, min(self.repeat_timeout_s, give_up_at - now))
+            if timeout <= 0:
+                raise self._not_answered(f"no reply within {give_up_at - started:g} s")
+            try:
+                return await self._send(call, timeout)
+            except NotAnswered as e:
+                if not e.delivered:
+                    # Nobody received it: sending again is safe, with or without an id.
+                    if loop.time() + pause <= started + self.unreachable_wait_s:
+                        await asyncio.sleep(pause)
+                        pause = min(1.0, pause * 2)
+                        continue
+                    raise self._not_answered(e.message) from e
+                if self._may_repeat(call, repeats) and loop.time() < give_up_at:
+                    repeats += 1
+                    continue
+                why = f"{subjects.LLM_COMPLETE} did not answer within {answer_by - started:g} s"
+                if repeats:
+                    why += f", nor {repeats} repeat(s) of request_id {call.request_id!r}"
+                raise self._not_answered(why) from e
+            except _ConnectionLost as e:
+                if self._may_repeat(call, repeats):
+                    repeats += 1
+                    continue
+                raise self._not_answered("the connection to the gateway was lost") from e
+            except ContractError as e:
+                if e.code in CALLER_CODES or e.code is ErrorCode.payload_too_large:
+                    raise
+                if e.code is ErrorCode.unavailable:
+                    # The gateway's own "not now" (its database out): retry later, same id.
+                    raise LlmNotAnswered(
+                        ErrorCode.llm_failed,
+                        f"The model could not be called: {e.message}",
+                        retry_after_s=e.retry_after_s or NOT_ANSWERED_RETRY_S,
+                    ) from e
+                raise ContractError(
+                    ErrorCode.llm_failed,
+                    f"The model could not be called: {e.message}",
+                    retry_after_s=e.retry_after_s,
+                ) from e
+
+    @staticmethod
+    def _may_repeat(call: CompleteRequest, repeats: int) -> bool:
+        # Without a request id a repeat would be a second call, paid again: never.
+        return call.request_id is not None and repeats < MAX_REPEATS
+
+    @staticmethod
+    def _not_answered(why: str) -> LlmNotAnswered:
+        return LlmNotAnswered(
+            ErrorCode.llm_failed,
+            f"The model could not be called: {why}",
+            retry_after_s=NOT_ANSWERED_RETRY_S,
+        )
+
+    async def _connected(self, until: float) -> bool:
+        """Wait (until the loop time `until`) for the connection; False if closed or too late."""
+        loop = asyncio.get_running_loop()
+        while not self._nc.is_connected:
+            # Draining or closed: the service is stopping, no reconnect is coming.
+            if self._nc.is_closed or self._nc.is_draining or loop.time() >= until:
+                return False
+            await asyncio.sleep(WATCH_S)
+        return True
+
+    async def _send(self, call: CompleteRequest, timeout: float) -> CompleteReply:
+        """One send of `call`; _ConnectionLost when the connection drops before its reply
+        (watched only for a call with a request id: without one a repeat is never made, so
+        the reply that may still come after the reconnect is awaited instead)."""
+        reconnects = self._nc.stats["reconnects"]
+        sent = asyncio.ensure_future(
+            request(
                 self._nc,
                 subjects.LLM_COMPLETE,
-                with_deadline_at(call),
+                with_deadline_at(call, timeout),
                 CompleteReply,
-                timeout=deadline + self.deadline_margin_s,
+                timeout=timeout,
                 unavailable_code=ErrorCode.llm_failed,
             )
-        except ContractError as e:
-            if e.code in CALLER_CODES or e.code is ErrorCode.payload_too_large:
-                raise
-            raise ContractError(
-                ErrorCode.llm_failed,
-                f"The model could not be called: {e.message}",
-                retry_after_s=e.retry_after_s,
-            ) from e
+        )
+        try:
+            while True:
+                done, _ = await asyncio.wait({sent}, timeout=WATCH_S)
+                if done:
+                    return sent.result()
+                # Reconnecting (or reconnected since the send): a reply published meanwhile
+                # is gone. A draining connection still delivers what comes: not a loss.
+                if call.request_id is not None and (
+                    self._nc.is_reconnecting or self._nc.stats["reconnects"] != reconnects
+                ):
+                    raise _ConnectionLost
+        finally:
+            if not sent.done():
+                sent.cancel()
+                with contextlib.suppress(asyncio.CancelledError, ContractError):
+                    await sent
 
     async def availability(self, purpose: Purpose | None = None) -> AvailabilityReply:
         """Whether a model can be called now; unavailable (llm_failed) when nobody answers."""

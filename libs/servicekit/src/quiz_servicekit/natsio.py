@@ -6,6 +6,7 @@ import logging
 import ssl
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
+from urllib.parse import urlsplit
 
 import nats
 from nats.aio.client import Client as NATS
@@ -16,6 +17,7 @@ from opentelemetry import trace
 from opentelemetry.trace import SpanKind, Status, StatusCode
 from pydantic import BaseModel, ValidationError
 
+from quiz_contracts.bus import inbox_prefix
 from quiz_contracts.errors import ContractError, ErrorBody, ErrorCode
 from quiz_servicekit.telemetry import inject_headers
 
@@ -50,6 +52,22 @@ def nats_auth(settings: ServiceSettings, name: str) -> dict[str, Any]:
     return auth
 
 
+def inbox_prefix_for(url: str, user: str | None = None) -> str:
+    """The reply prefix of a connection as `user`, else as the user of `url`'s credentials
+    (`nats://user:password@host`, the first server of a comma-separated list that has them):
+    `_INBOX_<user>`, the only inbox the locked bus lets that user read (quiz_contracts.bus).
+    nats-py's default `_INBOX` for a connection with no user (the open bus; a token is never
+    a user name, nor put in a subject).
+    """
+    if user is None:
+        for server in (s.strip() for s in url.split(",")):
+            parts = urlsplit(server if "://" in server else "nats://" + server)
+            if parts.username and parts.password is not None:
+                user = parts.username
+                break
+    return inbox_prefix(user) if user else "_INBOX"
+
+
 def nats_servers(url: str) -> list[str]:
     """NATS_URL's servers: `nats://a:4222,nats://b:4222` → `["nats://a:4222", "nats://b:4222"]`.
 
@@ -68,7 +86,8 @@ async def connect_nats(url: str, name: str, **auth: Any) -> NATS:
     `url`: one server or a comma-separated list (`nats_servers`); the client tries the nodes
     in turn, so it starts while some of them, the first listed included, are down, and a
     reconnect goes to any node of the list. `auth`: `user`/`password`/`tls` keywords of
-    `nats.connect` (see `nats_auth`).
+    `nats.connect` (see `nats_auth`). Replies arrive under the user's own prefix
+    (`inbox_prefix_for`): the locked bus refuses any other.
     """
 
     async def on_error(e: Exception) -> None:
@@ -89,8 +108,22 @@ async def connect_nats(url: str, name: str, **auth: Any) -> NATS:
         error_cb=on_error,
         disconnected_cb=on_disconnect,
         reconnected_cb=on_reconnect,
+        inbox_prefix=inbox_prefix_for(url, auth.get("user")),
         **auth,
     )
+
+
+class NotAnswered(ContractError):
+    """No reply came to a request: nobody answers its subject, or no reply in time.
+
+    `delivered`: False for no responders (nobody received the request: sending it again is
+    always safe), True for a timeout (a responder may have handled it and its reply been lost).
+    A ContractError with the code `request` documents (`unavailable_code` or `timeout`).
+    """
+
+    def __init__(self, code: ErrorCode, message: str, *, delivered: bool) -> None:
+        super().__init__(code, message)
+        self.delivered = delivered
 
 
 def error_from_reply(headers: dict[str, str] | None, data: bytes) -> ContractError | None:
@@ -116,8 +149,9 @@ async def request(
 ) -> T:
     """Request/reply with a deadline; every failure is a ContractError.
 
-    No responders → `unavailable_code`; no answer in time → `timeout`; a payload over the
-    connection's max_payload → `payload_too_large` (nothing is sent); an error reply → its code.
+    No responders → `unavailable_code`; no answer in time → `timeout` (both a `NotAnswered`);
+    a payload over the connection's max_payload → `payload_too_large` (nothing is sent); an
+    error reply → its code.
     """
     tracer = trace.get_tracer("quiz_servicekit.nats")
     with tracer.start_as_current_span(
@@ -136,11 +170,13 @@ async def request(
             ) from e
         except NoRespondersError as e:
             span.set_status(Status(StatusCode.ERROR, "no responders"))
-            raise ContractError(unavailable_code, f"no service answers on {subject}") from e
+            raise NotAnswered(
+                unavailable_code, f"no service answers on {subject}", delivered=False
+            ) from e
         except NatsTimeoutError as e:
             span.set_status(Status(StatusCode.ERROR, "timeout"))
-            raise ContractError(
-                ErrorCode.timeout, f"{subject} did not answer within {timeout:g} s"
+            raise NotAnswered(
+                ErrorCode.timeout, f"{subject} did not answer within {timeout:g} s", delivered=True
             ) from e
         error = error_from_reply(msg.headers, msg.data)
         if error is not None:

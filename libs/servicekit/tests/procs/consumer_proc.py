@@ -17,11 +17,10 @@ import signal
 import sqlite3
 import sys
 
-import nats
-
 from quiz_contracts.base import WireModel
 from quiz_servicekit.jetstream import ConsumerSpec, Delivery, JetStreamKit, StreamSpec
 from quiz_servicekit.metrics import ServiceMetrics
+from quiz_testkit.nats_server import nats_connect
 
 
 class Job(WireModel):
@@ -56,7 +55,7 @@ async def main() -> None:
             await asyncio.Event().wait()
         say(f"DONE {job.job_id}")
 
-    nc = await nats.connect(url)
+    nc = await nats_connect(url)
     kit = JetStreamKit(f"proc-{consumer}", ServiceMetrics(f"proc-{consumer}"))
     kit.add_stream(StreamSpec(stream, (subject,)))
     kit.add_consumer(

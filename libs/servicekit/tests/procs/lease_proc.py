@@ -10,9 +10,8 @@ from __future__ import annotations
 import asyncio
 import sys
 
-import nats
-
 from quiz_servicekit.lease import KvLease, lease_bucket
+from quiz_testkit.nats_server import nats_connect
 
 
 def say(line: str) -> None:
@@ -21,7 +20,7 @@ def say(line: str) -> None:
 
 async def main() -> None:
     url, bucket, key, ttl, name = sys.argv[1:6]
-    nc = await nats.connect(url)
+    nc = await nats_connect(url)
     kv = await lease_bucket(nc.jetstream(), bucket, ttl_s=float(ttl))
     lease = KvLease(kv, key, holder=name, ttl_s=float(ttl))
     say("WAITING")

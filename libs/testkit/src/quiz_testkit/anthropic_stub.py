@@ -21,6 +21,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from quiz_testkit.demo_replies import DEMO_LABEL, demo_output, log_rule
 from quiz_testkit.threaded_server import ThreadedServer
 
 __all__ = [
@@ -33,7 +34,16 @@ __all__ = [
 ]
 
 ReplyKind = Literal[
-    "tool", "malformed_tool", "text", "error", "slow", "auto", "realistic", "callable", "raw"
+    "tool",
+    "malformed_tool",
+    "text",
+    "error",
+    "slow",
+    "auto",
+    "realistic",
+    "demo",
+    "callable",
+    "raw",
 ]
 
 # Error `type` the real API puts in the body for each status.
@@ -145,6 +155,12 @@ class StubReply:
     def realistic(cls) -> StubReply:
         """A full, plausible instance of the forced tool's schema (`realistic_instance`)."""
         return cls("realistic")
+
+    @classmethod
+    def demo(cls) -> StubReply:
+        """The demo mode's canned reply computed from the request (`quiz_testkit.demo_replies`:
+        rules for the documented examples, labelled; `realistic()` for anything else)."""
+        return cls("demo")
 
     @classmethod
     def callable(cls, fn: Callable[[dict[str, Any]], StubReply]) -> StubReply:
@@ -434,6 +450,12 @@ def _output_schema(body: Mapping[str, Any]) -> Mapping[str, Any] | None:
     return None
 
 
+def _output_schema_name(body: Mapping[str, Any]) -> str:
+    """The structured output's name, if it has one."""
+    fmt = (body.get("output_config") or {}).get("format") or body.get("output_format") or {}
+    return str(fmt.get("name") or "output") if isinstance(fmt, Mapping) else "output"
+
+
 def _error_body(error_type: str, message: str) -> bytes:
     return _dumps({"type": "error", "error": {"type": error_type, "message": message}}).encode()
 
@@ -693,6 +715,16 @@ class AnthropicStub(ThreadedServer):
 
     def _content(self, reply: StubReply, body: dict[str, Any]) -> tuple[list[Any], str]:
         forced = _forced_tool(body)
+        if reply.kind == "demo":
+            schema = (forced or {}).get("input_schema") or _output_schema(body)
+            name = str((forced or {}).get("name") or (_output_schema_name(body)))
+            if schema is None:
+                reply = StubReply.text(f"{DEMO_LABEL} {AUTO_TEXT}")
+            else:
+                output, rule = demo_output(name, body, realistic_instance(schema))
+                log_rule(name, rule)
+                is_tool = forced is not None
+                reply = StubReply.tool(output) if is_tool else StubReply.text(_dumps(output))
         if reply.kind == "realistic":
             if forced is not None:
                 reply = StubReply.tool(realistic_instance(forced.get("input_schema") or {}))
@@ -732,12 +764,19 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument(
         "--delay-ms", type=float, default=0.0, help="model latency to simulate per reply (benches)"
     )
+    parser.add_argument(
+        "--demo",
+        action="store_true",
+        help="canned replies computed from each request for the documented examples, labelled "
+        f"{DEMO_LABEL!r} (quiz_testkit.demo_replies); realistic ones for anything else",
+    )
     args = parser.parse_args(argv)
-    default = StubReply.realistic()
+    default = StubReply.demo() if args.demo else StubReply.realistic()
     if args.delay_ms > 0:
         default = StubReply.slow(args.delay_ms / 1000, default)
     stub = AnthropicStub(args.host, args.port, default=default, record_requests=False)
-    stub.serve_forever(lambda: f"anthropic stub listening on {stub.base_url}")
+    mode = f"DEMO mode, every reply canned {DEMO_LABEL}" if args.demo else "realistic replies"
+    stub.serve_forever(lambda: f"anthropic stub listening on {stub.base_url} ({mode})")
 
 
 if __name__ == "__main__":

@@ -10,7 +10,6 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import nats
 import pytest
 from nats.aio.client import Client as NATS
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
@@ -19,7 +18,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from quiz_servicekit.telemetry import setup_tracing
 from quiz_testkit.databases import postgres_available, postgres_database
 from quiz_testkit.jwt_keys import SigningKeys
-from quiz_testkit.nats_server import NatsServer
+from quiz_testkit.nats_server import NatsServer, nats_connect
 
 if TYPE_CHECKING:
     from quiz_testkit.anthropic_stub import AnthropicStub
@@ -72,7 +71,7 @@ def nats_url(nats_server: NatsServer) -> str:
 @pytest.fixture
 async def nc(nats_url: str) -> AsyncIterator[NATS]:
     """A client connection to the session's nats-server."""
-    client = await nats.connect(nats_url)
+    client = await nats_connect(nats_url)
     yield client
     await client.drain()
 

@@ -52,7 +52,7 @@ class System:
             text = self.log.read_text(errors="replace")
             if "Ctrl-C stops everything" in text:
                 nats_url = re.search(r"NATS: (\S+)", text)
-                rows = re.findall(r"^  ([a-z-]+)\s+(http://\S+)\s+(yes|NO)$", text, re.M)
+                rows = re.findall(r"^  ([a-z-]+)\s+(http://\S+)\s+(yes|NO)\b.*$", text, re.M)
                 assert nats_url, text
                 assert all(r[2] == "yes" for r in rows), text
                 return nats_url.group(1), {r[0]: r[1] for r in rows}

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Depends
+from fastapi import APIRouter, Depends, Request
 
 from quiz_contracts.errors import ContractError, ErrorBody, ErrorCode
 from quiz_contracts.generate import (
@@ -14,6 +14,7 @@ from quiz_contracts.generate import (
 from quiz_editor_assist.service import GenerateService
 from quiz_servicekit.app import ServiceRef
 from quiz_servicekit.auth import Access, Identity, current_identity, require_grant
+from quiz_servicekit.request_ids import IDEMPOTENCY_KEY_HEADER, caller_key
 
 
 def _error(description: str) -> dict[str, object]:
@@ -39,7 +40,9 @@ def generate_router(generate_service: ServiceRef[GenerateService]) -> APIRouter:
             422: _error(
                 "generate_unsupported (a type or item without a wand), statement_empty, "
                 "item_not_empty, limit_exceeded (a statement over 20,000 characters, a draft "
-                "larger than its type allows, or one too large for the message bus)"
+                "larger than its type allows, or one too large for the message bus), "
+                "draft_invalid (a draft that does not read as the grant's type: "
+                "details.problems)"
             ),
             429: _error("llm_budget_exhausted, rate_limited (with Retry-After)"),
             502: _error("llm_failed"),
@@ -48,15 +51,26 @@ def generate_router(generate_service: ServiceRef[GenerateService]) -> APIRouter:
     async def generate(
         id: str,
         body: GenerateRequest,
+        request: Request,
         access: Access = Depends(require_grant("question:{id}", "contributor")),
         service: GenerateService = Depends(generate_service),
     ) -> GenerateResult:
-        """Complete the draft as it stands; nothing is stored. The type is the grant's."""
+        """Complete the draft as it stands; nothing is stored. The type is the grant's.
+
+        The model call is named by the request (an `Idempotency-Key` header, else who, the
+        route and the body: quiz_servicekit.request_ids), so a retry is not paid again."""
         if not access.grant.type:
             raise ContractError(
                 ErrorCode.invalid_request, f"The grant on {access.resource} has no type."
             )
-        return await service.generate(access.grant.type, access.identity.sub, body)
+        caller = caller_key(
+            principal=access.identity.sub,
+            method=request.method,
+            path=request.url.path,
+            body=body,
+            idempotency_key=request.headers.get(IDEMPOTENCY_KEY_HEADER),
+        )
+        return await service.generate(access.grant.type, access.identity.sub, body, caller)
 
     @router.get(
         "/generate/availability",

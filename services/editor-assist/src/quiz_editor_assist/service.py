@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import uuid
-
 from nats.aio.client import Client as NATS
 
 from quiz_contracts import subjects
@@ -26,6 +24,7 @@ from quiz_editor_assist.generators.registry import generated_types
 from quiz_editor_assist.metrics import EditorAssistMetrics
 from quiz_servicekit.llm import LlmClient
 from quiz_servicekit.natsio import request
+from quiz_servicekit.request_ids import bounded_id
 
 
 class GenerateService:
@@ -39,11 +38,16 @@ class GenerateService:
         self._metrics = metrics
 
     async def generate(
-        self, question_type: str, teacher: str, draft: GenerateRequest
+        self, question_type: str, teacher: str, draft: GenerateRequest, caller: str
     ) -> GenerateResult:
-        """The merged draft; errors are the seeds' codes (statement_empty, rate_limited, …)."""
+        """The merged draft; errors are the seeds' codes (statement_empty, rate_limited, …).
+
+        `caller`: the request's caller key (`quiz_servicekit.request_ids.caller_key`); the
+        model call's id is `generate:<type>:<caller>` (the type fixes the prompt as much as the
+        draft does), so the same request sent again is answered from the gateway's stored
+        reply, free."""
         try:
-            result = await self._generate(question_type, teacher, draft)
+            result = await self._generate(question_type, teacher, draft, caller)
         except ContractError as e:
             self._metrics.generate.labels(question_type, e.code.value).inc()
             raise
@@ -53,7 +57,7 @@ class GenerateService:
         return result
 
     async def _generate(
-        self, question_type: str, teacher: str, draft: GenerateRequest
+        self, question_type: str, teacher: str, draft: GenerateRequest, caller: str
     ) -> GenerateResult:
         # Refusals (no wand, blank or over-long statement, draft over its type's size, item
         # not empty) all happen here, before anything is paid.
@@ -66,7 +70,7 @@ class GenerateService:
             messages=[LlmMessage(role="user", content=call.user)],
             output_schema=call.output_schema,
             max_output_tokens=call.max_output_tokens,
-            request_id=f"generate-{uuid.uuid4()}",
+            request_id=bounded_id("generate", question_type, caller),
             deadline_s=self._settings.llm_deadline_s,
         )
         # No request may exceed what the NATS hop carries: say so instead of failing to send.

@@ -71,13 +71,14 @@ def teacher_token(
 
 
 async def post_generate(
-    url: str, token: str, body: dict[str, Any], question: str = "42"
+    url: str, token: str, body: dict[str, Any], question: str = "42", key: str | None = None
 ) -> httpx.Response:
+    headers = {"authorization": f"Bearer {token}"}
+    if key is not None:
+        headers["idempotency-key"] = key
     async with httpx.AsyncClient(timeout=120) as http:
         return await http.post(
-            f"{url}/app/api/questions/{question}/generate",
-            json=body,
-            headers={"authorization": f"Bearer {token}"},
+            f"{url}/app/api/questions/{question}/generate", json=body, headers=headers
         )
 
 
@@ -171,6 +172,27 @@ async def test_a_draft_over_its_types_budget_costs_nothing(
     r = await post_generate(wand, teacher_token(signing_keys, "mcq"), {"config": draft})
     assert (r.status_code, r.json()["code"]) == (422, "limit_exceeded")
     assert stub.requests == []
+
+
+async def test_a_draft_that_does_not_read_as_the_grants_type_is_draft_invalid(
+    wand: str, stub: AnthropicStub, signing_keys: SigningKeys
+) -> None:
+    """Issue 22 item 5: both answered 200 — a hybrid mcq+short config, or the draft unchanged."""
+    # An mcq draft under a grant of type short.
+    r = await post_generate(wand, teacher_token(signing_keys, "short"), {"config": MCQ_DRAFT})
+    assert (r.status_code, r.json()["code"]) == (422, "draft_invalid"), r.text
+    assert "configVersion: Input should be 3" in r.json()["message"]
+    assert {"path": "configVersion", "message": "Input should be 3"} in r.json()["details"][
+        "problems"
+    ]
+    # An mcq draft whose choices are not a list.
+    oops = {**MCQ_DRAFT, "choices": "oops"}
+    r = await post_generate(wand, teacher_token(signing_keys, "mcq"), {"config": oops})
+    assert (r.status_code, r.json()["code"]) == (422, "draft_invalid"), r.text
+    assert r.json()["details"]["problems"] == [
+        {"path": "choices", "message": "Input should be a valid list"}
+    ]
+    assert stub.requests == []  # refused before the model is paid
 
 
 async def test_a_valid_draft_too_large_for_the_nats_hop_is_a_contract_error(
@@ -345,13 +367,32 @@ async def test_rate_limited_at_the_eleventh_call_in_a_minute(
     stub.default = wand_output({"choices": [{"text": "Bâle", "correct": False}]})
     token = teacher_token(signing_keys, "mcq")
     codes = []
-    for _ in range(11):
-        r = await post_generate(wand, token, {"config": MCQ_DRAFT})
+    for i in range(11):
+        # Eleven clicks, each its own Idempotency-Key (as the platform sends one per click).
+        r = await post_generate(wand, token, {"config": MCQ_DRAFT}, key=f"click-{i}")
         codes.append(r.status_code)
     assert codes[:10] == [200] * 10
     assert codes[10] == 429
     assert r.json()["code"] == "rate_limited"
     assert int(r.headers["retry-after"]) >= 1
+
+
+async def test_the_same_request_sent_again_is_not_paid_again(
+    wand: str, stub: AnthropicStub, signing_keys: SigningKeys
+) -> None:
+    """A retry of the same request (its Idempotency-Key again, or without one the same
+    person, route and body) is answered from the gateway's stored reply: one provider request
+    for each. (Before issue 20 each request had a fresh `generate-<uuid>` id.)"""
+    stub.default = wand_output({"choices": [{"text": "Bâle", "correct": False}]})
+    token = teacher_token(signing_keys, "mcq")
+    for key in ("click-a", "click-a", None, None):
+        r = await post_generate(wand, token, {"config": MCQ_DRAFT}, key=key)
+        assert r.status_code == 200, r.text
+    assert len(stub.requests) == 2
+    # Another draft is another request.
+    other = {**MCQ_DRAFT, "prompt": "Une autre question ?"}
+    assert (await post_generate(wand, token, {"config": other})).status_code == 200
+    assert len(stub.requests) == 3
 
 
 async def test_access_and_the_type_come_from_the_grant(

@@ -129,6 +129,38 @@ def test_a_draft_larger_than_its_type_allows_is_refused_before_any_call(name: st
     assert error.details == {"limit_text": budget.text, "limit_values": budget.values}
 
 
+@pytest.mark.parametrize("name", sorted(GENERATORS))
+def test_an_unfinished_draft_of_the_type_is_read_and_another_shape_is_draft_invalid(
+    name: str,
+) -> None:
+    """Issue 22 item 5: D16 lets a draft be unfinished, never of another shape than its type's."""
+    fresh = {**question_type(name).empty_draft(), "prompt": "P"}
+    prepare_generate(name, request(fresh))  # empty rows, blank texts: still this type
+    other = "short" if name == "mcq" else "mcq"
+    foreign = {**question_type(other).empty_draft(), "prompt": "P"}
+    error = refused(name, request(foreign))
+    assert error.code == ErrorCode.draft_invalid
+    assert "configVersion" in error.message
+    version = question_type(name).config_version
+    assert {"path": "configVersion", "message": f"Input should be {version}"} in (
+        error.details or {}
+    )["problems"]
+
+
+def test_a_value_of_the_wrong_kind_is_draft_invalid_with_the_types_message() -> None:
+    error = refused("mcq", request({**MCQ, "choices": "oops"}))
+    assert error.code == ErrorCode.draft_invalid
+    assert error.message == (
+        "The draft does not read as a mcq question (choices: Input should be a valid list)."
+    )
+    for wrong in ([{"text": 3, "correct": False}], [{"text": "a", "correct": "yes"}], ["a"]):
+        assert refused("mcq", request({**MCQ, "choices": wrong})).code == ErrorCode.draft_invalid
+    assert refused("mcq", request({**MCQ, "mode": "several"})).code == ErrorCode.draft_invalid
+    # Missing, blank or too few is unfinished, not another shape.
+    for unfinished in ({"prompt": "P"}, {**MCQ, "choices": []}, {**MCQ, "choices": [{}]}):
+        prepare_generate("mcq", request(unfinished))
+
+
 def test_the_largest_valid_code_draft_is_within_its_budget() -> None:
     code = empty_code_draft()
     code["prompt"] = "P" * PROMPT_MAX

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, Depends
+from fastapi import APIRouter, Depends, Request
 
 from quiz_contracts.lesson import MAX_FIX_BODY_BYTES, CheckReply, CheckRequest, FixReply, FixRequest
 from quiz_lesson_fix.service import LessonFixService
 from quiz_servicekit.app import ServiceRef
 from quiz_servicekit.auth import Access, require_grant
+from quiz_servicekit.request_ids import IDEMPOTENCY_KEY_HEADER, caller_key
 
 LESSONS = "lessons"
 """The grant's resource: `{"lessons": {"role": "viewer" | "contributor"}}` in the token."""
@@ -62,12 +63,23 @@ def lessons_router(lesson_service: ServiceRef[LessonFixService]) -> APIRouter:
     )
     async def fix(
         body: FixRequest,
+        request: Request,
         access: Access = Depends(require_grant(LESSONS, "contributor")),
         service: LessonFixService = Depends(lesson_service),
     ) -> FixReply:
-        """Fix with AI: one finding, by key; `replace_block` operations that passed checkFix."""
+        """Fix with AI: one finding, by key; `replace_block` operations that passed checkFix.
+
+        Its model calls are named by the request (an `Idempotency-Key` header, else who, the
+        route and the body: quiz_servicekit.request_ids), so a retry is not paid again."""
+        caller = caller_key(
+            principal=access.identity.sub,
+            method=request.method,
+            path=request.url.path,
+            body=body,
+            idempotency_key=request.headers.get(IDEMPOTENCY_KEY_HEADER),
+        )
         return await service.fix(
-            access.identity.sub, body.lesson_data, body.findingKey, token=body.token
+            access.identity.sub, body.lesson_data, body.findingKey, token=body.token, caller=caller
         )
 
     return router

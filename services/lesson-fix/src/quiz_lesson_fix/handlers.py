@@ -9,6 +9,7 @@ from quiz_contracts.lesson import CheckReply, CheckRequest, FixCall, FixReply
 from quiz_lesson_fix.service import LessonFixService
 from quiz_servicekit.app import ServiceRef
 from quiz_servicekit.micro import EndpointSpec, MsgContext, endpoint
+from quiz_servicekit.request_ids import IDEMPOTENCY_KEY_HEADER, caller_key
 
 CHECKS_IN_HAND = 16
 FIXES_IN_HAND = 64
@@ -20,10 +21,18 @@ def endpoints(service: ServiceRef[LessonFixService]) -> list[EndpointSpec[Any]]:
     async def check(request: CheckRequest, _: MsgContext) -> CheckReply:
         return await service().check(request.lesson_data)
 
-    async def fix(request: FixCall, _: MsgContext) -> FixReply:
-        # The calling service vouches for its person: no human verification on the bus.
+    async def fix(request: FixCall, context: MsgContext) -> FixReply:
+        # The calling service vouches for its person: no human verification on the bus. Its
+        # request is named like an HTTP one: an Idempotency-Key header, else who and what.
+        caller = caller_key(
+            principal=request.user,
+            method="REQUEST",
+            path=context.subject,
+            body=request,
+            idempotency_key=context.headers.get(IDEMPOTENCY_KEY_HEADER),
+        )
         return await service().fix(
-            request.user, request.lesson_data, request.findingKey, token=None
+            request.user, request.lesson_data, request.findingKey, token=None, caller=caller
         )
 
     # Each request in hand holds a lesson of up to 300,000 characters (~6 MB parsed and checked):

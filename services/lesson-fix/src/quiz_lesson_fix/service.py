@@ -80,16 +80,25 @@ class LessonFixService:
     # ---- the fix ---------------------------------------------------------------------------
 
     async def fix(
-        self, person: str, lesson: dict[str, Any], key: str, *, token: str | None
+        self,
+        person: str,
+        lesson: dict[str, Any],
+        key: str,
+        *,
+        token: str | None,
+        caller: str | None = None,
     ) -> FixReply:
         """A fix of the finding `key` for `person`; `token` None skips human verification.
+
+        `caller`: the caller key of the request (`quiz_servicekit.request_ids.caller_key`), which
+        names its model calls (`model_call.gateway_complete`): sent again, it is not paid again.
 
         Errors, each raised before the next step runs: lesson_too_large (413),
         verification_failed (403) / verification_unavailable (502), rate_limited (429),
         finding_gone (409), no_ai_fix (400), then the gateway's codes and fix_failed (422).
         """
         try:
-            reply, attempts = await self._fix(person, lesson, key, token)
+            reply, attempts = await self._fix(person, lesson, key, token, caller)
         except ContractError as e:
             self._metrics.fixes.labels(e.code.value).inc()
             log.info("fix refused: %s", e.code.value)
@@ -100,7 +109,7 @@ class LessonFixService:
         return reply
 
     async def _fix(
-        self, person: str, lesson: dict[str, Any], key: str, token: str | None
+        self, person: str, lesson: dict[str, Any], key: str, token: str | None, caller: str | None
     ) -> tuple[FixReply, int]:
         doc = self._reduced(lesson, "fix with AI")
         await self._verify(token)
@@ -115,6 +124,7 @@ class LessonFixService:
                 person,
                 deadline_s=self._settings.llm_deadline_s,
                 max_output_tokens=self._settings.max_output_tokens,
+                caller=caller,
             ),
             before=before,
             offload=self._in_thread,

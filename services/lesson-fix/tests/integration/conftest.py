@@ -4,6 +4,7 @@ a real siteverify server, a real database (SQLite; the rate-limit replica test a
 from __future__ import annotations
 
 import copy
+import json
 import uuid
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
@@ -138,19 +139,34 @@ class Api:
         """A fresh verification token (the siteverify server takes each once)."""
         return f"tok-{uuid.uuid4().hex}"
 
-    async def post(self, path: str, bearer: str | None, body: Any) -> httpx.Response:
-        headers = {"authorization": f"Bearer {bearer}"} if bearer else {}
+    async def post(
+        self, path: str, bearer: str | None, body: Any, *, ascii_only: bool = False
+    ) -> httpx.Response:
+        """POST `body` as JSON; `ascii_only` escapes every non-ASCII character as `\\uXXXX`
+        (up to six bytes a UTF-16 unit, as a client with an ASCII-only encoder sends it)."""
+        headers = {"content-type": "application/json"}
+        if bearer:
+            headers["authorization"] = f"Bearer {bearer}"
+        content = json.dumps(body, ensure_ascii=ascii_only, separators=(",", ":")).encode()
         async with httpx.AsyncClient(timeout=120) as http:
-            return await http.post(f"{self.url}/app/api/lessons/{path}", json=body, headers=headers)
+            return await http.post(
+                f"{self.url}/app/api/lessons/{path}", content=content, headers=headers
+            )
 
     async def check(self, bearer: str | None, lesson: dict[str, Any]) -> httpx.Response:
         return await self.post("check", bearer, {"lesson": lesson})
 
     async def fix(
-        self, bearer: str | None, lesson: dict[str, Any], key: str, verification: str | None = None
+        self,
+        bearer: str | None,
+        lesson: dict[str, Any],
+        key: str,
+        verification: str | None = None,
+        *,
+        ascii_only: bool = False,
     ) -> httpx.Response:
         body = {"lesson": lesson, "key": key, "verification": verification or self.token()}
-        return await self.post("fix", bearer, body)
+        return await self.post("fix", bearer, body, ascii_only=ascii_only)
 
     async def metric(self, name: str) -> float:
         """A sample of /metrics (0 when absent), e.g. `quiz_lesson_fix_fixes_total{...}`."""

@@ -129,9 +129,11 @@ async def test_a_finding_without_an_ai_fix_is_400(
     assert stub.requests == []
 
 
-def padded_to(lesson: dict[str, Any], chars: int) -> dict[str, Any]:
-    """The lesson with its title lengthened to exactly `chars` characters of reduced JSON."""
-    lesson["title"] += "x" * (chars - lesson_json_chars(reduce_lesson(lesson)))
+def padded_to(lesson: dict[str, Any], chars: int, fill: str = "x") -> dict[str, Any]:
+    """The lesson with its title lengthened to exactly `chars` characters of reduced JSON
+    (UTF-16 units), with `fill` (one unit) and, for an odd remainder, "x"."""
+    missing = chars - lesson_json_chars(reduce_lesson(lesson))
+    lesson["title"] += fill * missing
     assert lesson_json_chars(reduce_lesson(lesson)) == chars
     return lesson
 
@@ -150,6 +152,28 @@ async def test_300001_characters_is_413_before_verification_is_called(
     r = await api.fix(author(), padded_to(lessons.case(CASE), MAX_FIX_DOC_CHARS), "E_X:gone")
     assert r.status_code == 409, r.text
     assert len(siteverify.calls) == 1
+
+
+async def test_a_lesson_escaped_as_ascii_is_measured_in_characters_not_bytes(
+    api: Any, lessons: Any, author: Callable[..., str], stub: AnthropicStub, siteverify: Any
+) -> None:
+    """Issue 21 item 5: a client that escapes non-ASCII as `\\u` sequences sends up to six
+    bytes a character; a lesson within 300,000 characters still passes the size check."""
+    lesson = padded_to(lessons.case(CASE), MAX_FIX_DOC_CHARS, fill="é")
+    lesson["title"] = lesson["title"][:-2] + "😀"  # two UTF-16 units, twelve bytes escaped
+    assert lesson_json_chars(reduce_lesson(lesson)) == MAX_FIX_DOC_CHARS
+    assert len(json.dumps({"lesson": lesson})) > 5 * MAX_FIX_DOC_CHARS  # what the old cap refused
+    r = await api.fix(author(), lesson, "E_X:gone", ascii_only=True)
+    assert (r.status_code, r.json()["code"]) == (409, "finding_gone"), r.text
+    assert len(siteverify.calls) == 1
+    # One character more, escaped the same way: refused on the size, before verification or any
+    # model call.
+    lesson["title"] += "é"
+    r = await api.fix(author(), lesson, KEY, ascii_only=True)
+    assert (r.status_code, r.json()["code"]) == (413, "lesson_too_large"), r.text
+    assert r.json()["details"] == {"chars": MAX_FIX_DOC_CHARS + 1, "max": MAX_FIX_DOC_CHARS}
+    assert len(siteverify.calls) == 1
+    assert stub.requests == []
 
 
 async def test_the_lesson_is_measured_reduced_an_inline_image_does_not_count(

@@ -54,6 +54,27 @@ async def test_fix_over_nats_is_for_the_named_person_without_verification(
     assert len(stub.requests) == 1
 
 
+async def test_the_same_fix_sent_again_is_not_paid_again(
+    service_url: str, nc: NATS, lessons: Any, stub: AnthropicStub
+) -> None:
+    """The caller's retry of the same request (same person, subject and body) names the same
+    model call: answered from the gateway's stored reply (before issue 20 each try had a fresh
+    `lesson-fix-<uuid>` id, and the retry was paid again). An Idempotency-Key names another."""
+    stub.script(GOOD, GOOD)
+    call = FixCall.model_validate({"lesson": lessons.case(CASE), "key": KEY, "user": "t-again"})
+    first = await request(nc, subjects.LESSON_FIX, call, FixReply, timeout=60)
+    again = await request(nc, subjects.LESSON_FIX, call, FixReply, timeout=60)
+    assert again == first and len(stub.requests) == 1
+    keyed = await nc.request(
+        subjects.LESSON_FIX,
+        call.model_dump_json(by_alias=True).encode(),
+        timeout=60,
+        headers={"Idempotency-Key": "click-2"},
+    )
+    assert FixReply.model_validate_json(keyed.data).operations == first.operations
+    assert len(stub.requests) == 2
+
+
 async def test_nats_errors_are_the_same_codes(service_url: str, nc: NATS, lessons: Any) -> None:
     stale = FixCall.model_validate({"lesson": lessons.case(CASE), "key": "E_X:1", "user": "t-n2"})
     with pytest.raises(ContractError) as gone:

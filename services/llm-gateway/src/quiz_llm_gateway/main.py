@@ -50,6 +50,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             )
         else:
             log.warning("no ANTHROPIC_API_KEY: every call answers llm_not_configured")
+        # Whether a model can be called at all, stated by /readyz (ready either way: without a
+        # key the gateway still answers, with llm_not_configured). Never the key itself.
+        rt.add_ready_detail("provider", provider_detail(settings))
         journal = StreamJournal(rt.js, timeout_s=settings.journal_publish_timeout_s)
         gateway.set(Gateway(settings, Repository(rt.db), provider, metrics, journal_stream=journal))
         # Release expired holds and refresh the gauges: once now, then every sweep interval.
@@ -65,6 +68,22 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     return create_service_app(
         runtime, routers=[admin_router(gateway)], on_startup=on_startup, on_shutdown=on_shutdown
     )
+
+
+def provider_detail(settings: Settings) -> dict[str, object]:
+    """/readyz's `details.provider`: `{"configured": true, "base_url": ...}` with a key,
+    `{"configured": false, "calls_answer": "llm_not_configured", "why": ...}` without."""
+    if settings.anthropic_api_key:
+        return {
+            "configured": True,
+            "kind": "anthropic",
+            "base_url": settings.anthropic_base_url or "https://api.anthropic.com",
+        }
+    return {
+        "configured": False,
+        "calls_answer": "llm_not_configured",
+        "why": "ANTHROPIC_API_KEY is not set",
+    }
 
 
 def run() -> None:

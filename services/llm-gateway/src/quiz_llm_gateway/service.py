@@ -187,8 +187,10 @@ class Gateway:
             if claim.digest is not None:
                 # Another replica is answering it: wait for its reply (or its failure).
                 if self.monotonic() >= waited_until:
+                    # Not a failure of the call: it may yet be answered and kept; the caller
+                    # asks again with the same id later (unavailable: retry, never final).
                     raise ContractError(
-                        ErrorCode.llm_failed,
+                        ErrorCode.unavailable,
                         f"request_id {req.request_id!r} is still being answered elsewhere",
                         retry_after_s=1.0,
                     )

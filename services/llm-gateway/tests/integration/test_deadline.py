@@ -13,7 +13,6 @@ import os
 import signal
 from pathlib import Path
 
-import nats
 import pytest
 
 from quiz_contracts.errors import ContractError, ErrorCode
@@ -21,6 +20,7 @@ from quiz_llm_gateway.repository import Repository
 from quiz_servicekit.db import Database
 from quiz_servicekit.llm import LlmClient
 from quiz_testkit.anthropic_stub import AnthropicStub
+from quiz_testkit.nats_server import nats_connect
 from quiz_testkit.processes import llm_gateway_process
 
 from .test_gateway import request
@@ -33,7 +33,7 @@ async def test_a_gateway_paused_past_the_deadline_makes_no_provider_call(
 ) -> None:
     gateway = llm_gateway_process(nats_url, anthropic_stub.base_url, tmp_path / "gateway")
     await asyncio.to_thread(gateway.start)
-    nc = await nats.connect(nats_url)
+    nc = await nats_connect(nats_url)
     try:
         client = LlmClient(nc, deadline_margin_s=6.0)
         os.killpg(gateway.pid, signal.SIGSTOP)

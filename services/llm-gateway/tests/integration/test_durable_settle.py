@@ -17,7 +17,6 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-import nats
 import pytest
 from nats.aio.client import Client as NATS
 from prometheus_client import CollectorRegistry
@@ -34,6 +33,7 @@ from quiz_servicekit.db import Database
 from quiz_servicekit.jetstream import ensure_stream
 from quiz_servicekit.metrics import ServiceMetrics
 from quiz_testkit.anthropic_stub import AnthropicStub, StubReply
+from quiz_testkit.nats_server import nats_connect
 
 from .conftest import HandClock, gateway_settings
 from .test_gateway import request
@@ -411,7 +411,7 @@ async def test_with_jetstream_away_too_the_local_file_keeps_the_settle(
     (the last resort), the caller gets its reply; NATS back, the sweep moves it to the
     JetStream journal (durable beyond this disk); the database back, it is written."""
     await ensure_stream(nc.jetstream(), JOURNAL_STREAM)
-    lost = await nats.connect(nats_url)
+    lost = await nats_connect(nats_url)
     stream = StreamJournal(lost.jetstream(), timeout_s=1)
     url = await outage.gateway_url()
     journal = tmp_path / "journal"

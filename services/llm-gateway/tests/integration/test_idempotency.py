@@ -64,3 +64,23 @@ async def test_expired_keys_are_pruned(make_rig: Any) -> None:
     assert await rig.repo.request_row("review:teacher-1:r-4") is None
     second = await make_rig(clock=rig.clock).gateway.complete(request(request_id="r-4"))
     assert second.call_id != first.call_id
+
+
+async def test_a_repeat_outwaited_by_the_call_elsewhere_is_unavailable(make_rig: Any) -> None:
+    """A repeat (a caller's retry after a lost reply) that reaches a replica while another
+    still answers the id, and outlives its own deadline waiting: `unavailable` with
+    retry_after_s — a "not yet, ask again with the same id", which callers retry — never
+    `llm_failed`, which review would store as a `failed` version (issue 20)."""
+    one, two = make_rig(), make_rig()
+    one.stub.script(StubReply.slow(1.0, StubReply.tool({"findings": []})))
+    first = asyncio.create_task(one.gateway.complete(request(request_id="r-5")))
+    await asyncio.sleep(0.3)
+    repeat = asyncio.create_task(two.gateway.complete(request(request_id="r-5", deadline_s=5)))
+    await asyncio.sleep(0.1)
+    two.clock.now += 10  # the repeat's deadline passes while the first call is in hand
+    refused = await expect_error(repeat, ErrorCode.unavailable)
+    assert refused.retry_after_s is not None
+    done = await first
+    # Asked again, the id is answered from the call that was paid.
+    again = await two.gateway.complete(request(request_id="r-5"))
+    assert again.call_id == done.call_id and len(one.stub.requests) == 1

@@ -17,7 +17,6 @@ import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 
-import nats
 import pytest
 
 from quiz_contracts import subjects
@@ -27,6 +26,7 @@ from quiz_llm_gateway.repository import Repository
 from quiz_servicekit.db import Database
 from quiz_servicekit.natsio import request
 from quiz_testkit.anthropic_stub import AnthropicStub, StubReply
+from quiz_testkit.nats_server import nats_connect
 from quiz_testkit.processes import ServiceProcess
 
 from .test_durable_settle import Outage
@@ -81,7 +81,7 @@ async def test_a_replica_killed_during_an_outage_leaves_its_paid_call_to_another
     repo = Repository(Database(migrated_url, threads=2))
     database_id = await repo.database_id()
     subject = subjects.llm_journal_subject(database_id)
-    nc = await nats.connect(nats_url)
+    nc = await nats_connect(nats_url)
     js = nc.jetstream()
     first = gateway(nats_url, await outage.gateway_url(), anthropic_stub, tmp_path / "a")
     second = gateway(nats_url, migrated_url, anthropic_stub, tmp_path / "b")

@@ -28,6 +28,7 @@ from quiz_servicekit.migrate import upgrade
 from quiz_servicekit.natsio import request
 from quiz_testkit.anthropic_stub import AnthropicStub, StubReply
 from quiz_testkit.databases import postgres_available, postgres_database
+from quiz_testkit.nats_server import nats_connect
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -107,7 +108,7 @@ async def test_two_replicas_never_overspend(backend: str, nats_url: str, tmp_pat
                         stderr=subprocess.STDOUT,
                     )
                 )
-            nc = await nats.connect(nats_url)
+            nc = await nats_connect(nats_url)
             for _ in range(300):
                 if len(await _instances(nc, 0.2)) == 2:
                     break

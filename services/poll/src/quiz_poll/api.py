@@ -10,16 +10,20 @@ Without the grant (or a poll) every route answers 404 `not_found`; a bad token 4
 SSE (`…/stream`, `…/board/stream`): `event: poll.tally` (or `poll.board`), `id: <seq>`,
 `data: <JSON>`; a client sending `Last-Event-ID` older than the latest frame is sent it at once
 (frames are whole: the latest is the snapshot); a keep-alive comment every 15 s; never buffered
-by a proxy (`X-Accel-Buffering: no`).
+by a proxy (`X-Accel-Buffering: no`). Open streams are capped per participant (the grant's
+attempt, else the user) and per token (`POLL_SSE_PER_PARTICIPANT` 4, `POLL_SSE_PER_TOKEN` 8):
+one more is 429 `rate_limited`.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import hashlib
+from collections.abc import AsyncIterator, Hashable
 from typing import Any, Literal
 
 from fastapi import APIRouter, Body, Depends, Header, Query, Request
 from fastapi.responses import StreamingResponse
+from starlette.background import BackgroundTask
 
 from quiz_contracts.errors import ContractError, ErrorCode
 from quiz_contracts.poll import (
@@ -71,6 +75,19 @@ def _audience(access: Access, audience: str) -> str:
     if audience == "wall" and not access.grant.reaches("contributor"):
         raise ContractError(ErrorCode.not_found, "evaluation not found")
     return audience
+
+
+def stream_holder(access: Access, evaluation_id: str) -> Hashable:
+    """Whose stream it is, for the per-participant cap: the grant's attempt, else the user."""
+    attempt = (access.grant.model_extra or {}).get("attempt")
+    if isinstance(attempt, str) and attempt.strip():
+        return (evaluation_id, "attempt", attempt)
+    return (evaluation_id, "user", access.identity.sub)
+
+
+def token_of(request: Request) -> bytes:
+    """The bearer token's digest, for the per-token cap (a token may be large; 32 bytes kept)."""
+    return hashlib.sha256(request.headers.get("authorization", "").encode()).digest()
 
 
 SSE_HEADERS = {
@@ -140,18 +157,42 @@ def poll_router(poll_service: ServiceRef[PollService]) -> APIRouter:
         return await service.tally_frame(evaluationId, _audience(access, audience))
 
     async def _sse(
-        service: PollService, evaluation_id: str, audience: str, last_event_id: str | None
+        service: PollService,
+        evaluation_id: str,
+        audience: str,
+        last_event_id: str | None,
+        access: Access,
+        request: Request,
     ) -> StreamingResponse:
-        live, sub = await service.stream(evaluation_id, audience, last_event_id)
+        # 429 rate_limited past the caps, before any stream is opened (a JSON error, not SSE).
+        ticket = service.stream_quota.acquire(
+            stream_holder(access, evaluation_id), token_of(request)
+        )
+        try:
+            live, sub = await service.stream(evaluation_id, audience, last_event_id)
+        except BaseException:
+            ticket.release()
+            raise
+
+        def close() -> None:
+            service.unsubscribe(live, audience, sub)
+            ticket.release()
 
         async def body() -> AsyncIterator[bytes]:
             try:
                 while True:
                     yield await sub.next()
             finally:
-                service.unsubscribe(live, audience, sub)
+                close()
 
-        return StreamingResponse(body(), media_type="text/event-stream", headers=SSE_HEADERS)
+        # The background task also closes: a client gone before the body started leaves an
+        # unstarted generator, whose `finally` never runs (both calls are idempotent).
+        return StreamingResponse(
+            body(),
+            media_type="text/event-stream",
+            headers=SSE_HEADERS,
+            background=BackgroundTask(close),
+        )
 
     @router.get(
         "/stream",
@@ -166,8 +207,11 @@ def poll_router(poll_service: ServiceRef[PollService]) -> APIRouter:
         access: Access = Depends(anyone),
         service: PollService = Depends(the_service),
     ) -> StreamingResponse:
-        """SSE of `poll.tally` frames (`id` = seq; Last-Event-ID → the latest frame at once)."""
-        return await _sse(service, evaluationId, _audience(access, audience), last_event_id)
+        """SSE of `poll.tally` frames (`id` = seq; Last-Event-ID → the latest frame at once);
+        429 `rate_limited` past the open streams allowed per participant or per token."""
+        return await _sse(
+            service, evaluationId, _audience(access, audience), last_event_id, access, request
+        )
 
     @router.get("/ideas", response_model=PollIdeaBoard, responses=_COMMON)
     async def get_board(
@@ -218,10 +262,11 @@ def poll_router(poll_service: ServiceRef[PollService]) -> APIRouter:
     )
     async def board_stream(
         evaluationId: str,
-        _: Access = Depends(staff),
+        request: Request,
+        access: Access = Depends(staff),
         service: PollService = Depends(the_service),
     ) -> StreamingResponse:
-        """SSE of `poll.board` snapshots when the board changes. Staff only."""
-        return await _sse(service, evaluationId, "board", None)
+        """SSE of `poll.board` snapshots when the board changes. Staff only; 429 as `/stream`."""
+        return await _sse(service, evaluationId, "board", None, access, request)
 
     return router

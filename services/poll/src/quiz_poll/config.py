@@ -25,5 +25,10 @@ class Settings(ServiceSettings):
     availability_ttl_s: float = Field(default=5.0, ge=0)
     # A poll nobody used this long (no request, no stream, no pass) leaves the replica's memory.
     idle_evict_s: float = Field(default=900.0, gt=0)
+    # Open SSE streams one participant (a grant's attempt, else a user) may hold on a replica,
+    # and one token: a phone page is one stream, a teacher's wall and board two, with room for
+    # a second tab and a reconnect the server has not noticed yet; past it, 429 rate_limited.
+    sse_per_participant: int = Field(default=4, ge=1, le=1000)
+    sse_per_token: int = Field(default=8, ge=1, le=1000)
     # The freeze sweep (30 days after close): how often each replica looks.
     freeze_every_s: float = Field(default=3600.0, gt=0)

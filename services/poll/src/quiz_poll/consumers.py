@@ -35,8 +35,10 @@ def streams() -> list[StreamSpec]:
 def consumers(service: ServiceRef[PollService]) -> list[ConsumerSpec[Any]]:
     """The AI pass worker."""
 
-    async def run(job: PollAiJob, _: Delivery) -> None:
-        await service().run_ai_job(job)
+    async def run(job: PollAiJob, delivery: Delivery) -> None:
+        # A batch the gateway did not answer is retried by redelivery (same lease, same
+        # request id), until the last delivery, which shows llm_failed on the board.
+        await service().run_ai_job(job, retry=not delivery.last_attempt)
 
     return [
         ConsumerSpec(

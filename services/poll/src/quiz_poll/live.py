@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Hashable
 from typing import Any
+
+from quiz_contracts.errors import ContractError, ErrorCode
 
 SseChunk = bytes
 
@@ -68,6 +70,68 @@ class Subscriber:
                 self._waiter = None
         chunk, self._latest = self._latest, None
         return chunk
+
+
+class StreamQuota:
+    """Open SSE streams counted per participant and per token, each under its cap.
+
+    A stream holds a socket and a slot for as long as the client keeps it, so one guest (or one
+    leaked token) opening hundreds would cost every frame hundreds of writes. `acquire` refuses
+    past either cap with 429 `rate_limited` (`{code, message, details}`); `release` gives the
+    place back and is idempotent per acquired ticket, so the route may call it from both the
+    stream's end and the response's background task. Counts are this replica's: behind a load
+    balancer spreading one client's streams, the cap is per replica.
+    """
+
+    def __init__(self, per_participant: int, per_token: int) -> None:
+        self.per_participant = per_participant
+        self.per_token = per_token
+        self._participants: dict[Hashable, int] = {}
+        self._tokens: dict[Hashable, int] = {}
+
+    def open_for(self, participant: Hashable, token: Hashable) -> tuple[int, int]:
+        """(streams of the participant, streams of the token) open now."""
+        return self._participants.get(participant, 0), self._tokens.get(token, 0)
+
+    def acquire(self, participant: Hashable, token: Hashable) -> StreamTicket:
+        """A place for one more stream; 429 `rate_limited` past either cap."""
+        mine, theirs = self.open_for(participant, token)
+        if mine >= self.per_participant or theirs >= self.per_token:
+            by_participant = mine >= self.per_participant
+            limit = self.per_participant if by_participant else self.per_token
+            raise ContractError(
+                ErrorCode.rate_limited,
+                f"At most {limit} open streams per {'participant' if by_participant else 'token'}:"
+                " close one first.",
+                details={"limit": limit, "per": "participant" if by_participant else "token"},
+            )
+        self._participants[participant] = mine + 1
+        self._tokens[token] = theirs + 1
+        return StreamTicket(self, participant, token)
+
+    def _release(self, participant: Hashable, token: Hashable) -> None:
+        for counts, key in ((self._participants, participant), (self._tokens, token)):
+            left = counts.get(key, 0) - 1
+            if left > 0:
+                counts[key] = left
+            else:
+                counts.pop(key, None)
+
+
+class StreamTicket:
+    """One acquired place of a `StreamQuota`; `release()` gives it back once."""
+
+    __slots__ = ("_participant", "_quota", "_token")
+
+    def __init__(self, quota: StreamQuota, participant: Hashable, token: Hashable) -> None:
+        self._quota: StreamQuota | None = quota
+        self._participant = participant
+        self._token = token
+
+    def release(self) -> None:
+        quota, self._quota = self._quota, None
+        if quota is not None:
+            quota._release(self._participant, self._token)
 
 
 class Coalescer:

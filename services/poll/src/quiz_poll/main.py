@@ -64,6 +64,8 @@ def create_app(settings: Settings | None = None, *, clock: Clock = time.time) ->
             ai_job_delay_s=settings.ai_job_delay_s,
             ai_deadline_s=settings.ai_deadline_s,
             availability_ttl_s=settings.availability_ttl_s,
+            sse_per_participant=settings.sse_per_participant,
+            sse_per_token=settings.sse_per_token,
             clock=clock,
         )
         await poll.start()

@@ -29,6 +29,7 @@ from sqlalchemy import (
     String,
     Text,
     UniqueConstraint,
+    false,
 )
 from sqlmodel import Field, SQLModel
 
@@ -118,6 +119,12 @@ class PollIdeaMarkRow(SQLModel, table=True):
     label: str | None = Field(default=None, sa_column=Column(String(100), nullable=True))
     correction: str | None = Field(default=None, sa_column=Column(String(100), nullable=True))
     source: str = Field(sa_column=Column(String(10), nullable=False))
+    # The approved spellings (a JSON list, as the room reads them), null for none (0002).
+    seen: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
+    # There when the AI was switched on: never sent to the model, not even as context (0002).
+    teacher_only: bool = Field(
+        default=False, sa_column=Column(Boolean, nullable=False, server_default=false())
+    )
     updated_at: float = Field(sa_column=Column(Double, nullable=False))
 
 

@@ -70,22 +70,33 @@ SQL: dict[str, str] = {
         "SELECT attempt_id, payload FROM poll_answers WHERE evaluation_id = :e ORDER BY ord"
     ),
     "marks": (
-        "SELECT key, status, merged_into, label, correction, source FROM poll_idea_marks"
-        " WHERE evaluation_id = :e"
+        "SELECT key, status, merged_into, label, correction, source, seen, teacher_only"
+        " FROM poll_idea_marks WHERE evaluation_id = :e"
     ),
     "upsert_mark": (
         "INSERT INTO poll_idea_marks (evaluation_id, key, status, merged_into, label,"
-        " correction, source, updated_at) VALUES (:e, :key, :status, :merged_into, :label,"
-        " :correction, :source, :now) ON CONFLICT (evaluation_id, key) DO UPDATE SET"
+        " correction, source, seen, teacher_only, updated_at) VALUES (:e, :key, :status,"
+        " :merged_into, :label, :correction, :source, :seen, :teacher_only, :now)"
+        " ON CONFLICT (evaluation_id, key) DO UPDATE SET"
         " status = excluded.status, merged_into = excluded.merged_into, label = excluded.label,"
-        " correction = excluded.correction, source = excluded.source,"
-        " updated_at = excluded.updated_at"
+        " correction = excluded.correction, source = excluded.source, seen = excluded.seen,"
+        " teacher_only = excluded.teacher_only, updated_at = excluded.updated_at"
     ),
     # The model writes only where no mark exists: a teacher who acted first keeps the last word.
     "insert_mark": (
         "INSERT INTO poll_idea_marks (evaluation_id, key, status, merged_into, label,"
-        " correction, source, updated_at) VALUES (:e, :key, :status, :merged_into, :label,"
-        " :correction, :source, :now) ON CONFLICT (evaluation_id, key) DO NOTHING"
+        " correction, source, seen, teacher_only, updated_at) VALUES (:e, :key, :status,"
+        " :merged_into, :label, :correction, :source, :seen, :teacher_only, :now)"
+        " ON CONFLICT (evaluation_id, key) DO NOTHING"
+    ),
+    # AI switched on: every idea there stays with the teacher; a mark that exists (whoever
+    # wrote it, on any replica) keeps everything else.
+    "retro_mark": (
+        "INSERT INTO poll_idea_marks (evaluation_id, key, status, merged_into, label,"
+        " correction, source, seen, teacher_only, updated_at) VALUES (:e, :key, :status,"
+        " :merged_into, :label, :correction, :source, :seen, :teacher_only, :now)"
+        " ON CONFLICT (evaluation_id, key) DO UPDATE SET teacher_only = excluded.teacher_only,"
+        " updated_at = excluded.updated_at"
     ),
     "audit": (
         "INSERT INTO poll_audit (evaluation_id, actor, action, record, at)"
@@ -250,6 +261,8 @@ def _mark_params(evaluation_id: str, mark: IdeaMark, now: float) -> dict[str, An
         "label": mark.label,
         "correction": mark.correction,
         "source": mark.source,
+        "seen": json.dumps(list(mark.seen), ensure_ascii=False) if mark.seen else None,
+        "teacher_only": mark.teacher_only,
         "now": now,
     }
 
@@ -318,8 +331,17 @@ class PollRepository:
             for a, payload in conn.exec_driver_sql(self._sql["answers"], p)
         ]
         marks = [
-            IdeaMark(key=k, status=s, merged_into=m, label=lbl, correction=c, source=src)
-            for k, s, m, lbl, c, src in conn.exec_driver_sql(self._sql["marks"], p)
+            IdeaMark(
+                key=k,
+                status=s,
+                merged_into=m,
+                label=lbl,
+                correction=c,
+                source=src,
+                seen=tuple(json.loads(seen)) if seen else (),
+                teacher_only=bool(only),
+            )
+            for k, s, m, lbl, c, src, seen, only in conn.exec_driver_sql(self._sql["marks"], p)
         ]
         joined = [
             Joined(
@@ -521,16 +543,12 @@ class PollRepository:
         record: dict[str, Any],
         now: float,
     ) -> tuple[list[IdeaMark], int]:
-        """The switches, the empty teacher marks of an AI switched on (inserted where none),
-        the run reset ("on") or its lease dropped ("off"), audited; the marks written, version."""
-        written = [
-            mark
-            for mark in retroactive
-            if conn.exec_driver_sql(
-                self._sql["insert_mark"], _mark_params(evaluation_id, mark, now)
-            ).rowcount
-            == 1
-        ]
+        """The switches, the marks of an AI switched on (`teacherOnly` on every idea there: an
+        empty teacher mark inserted where none, only that flag set on one that exists), the run
+        reset ("on") or its lease dropped ("off"), audited; the marks written, version."""
+        for mark in retroactive:
+            conn.exec_driver_sql(self._sql["retro_mark"], _mark_params(evaluation_id, mark, now))
+        written = list(retroactive)
         p = {"e": evaluation_id, "now": now}
         if run == "on":
             conn.exec_driver_sql(self._sql["run_ensure"], p)

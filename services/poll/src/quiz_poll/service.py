@@ -25,7 +25,6 @@ import asyncio
 import json
 import logging
 import time
-import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
@@ -67,6 +66,7 @@ from quiz_poll.domain.ai import (
     retroactive_marks,
     select_batch,
 )
+from quiz_poll.domain.ai_ids import batch_request_id
 from quiz_poll.domain.ai_run import ERROR_COOLDOWN, RUN_CAP, board_error
 from quiz_poll.domain.board import Bubble
 from quiz_poll.domain.freeze import FREEZE_AFTER
@@ -82,7 +82,7 @@ from quiz_poll.domain.views import (
     needs_frame,
     snapshot,
 )
-from quiz_poll.live import Coalescer, Subscriber, sse_event
+from quiz_poll.live import Coalescer, StreamQuota, Subscriber, sse_event
 from quiz_poll.metrics import PollMetrics
 from quiz_poll.repository import (
     AiRunRow,
@@ -93,7 +93,7 @@ from quiz_poll.repository import (
     PollState,
 )
 from quiz_servicekit.jetstream import publish
-from quiz_servicekit.llm import LlmClient
+from quiz_servicekit.llm import LlmClient, LlmNotAnswered
 
 log = logging.getLogger(__name__)
 
@@ -200,6 +200,8 @@ class PollService:
         ai_job_delay_s: float = 3.0,
         ai_deadline_s: float = 60.0,
         availability_ttl_s: float = 5.0,
+        sse_per_participant: int = 4,
+        sse_per_token: int = 8,
         clock: Clock = time.time,
     ) -> None:
         self.repo = repo
@@ -213,6 +215,8 @@ class PollService:
         self.availability_ttl_s = availability_ttl_s
         self.clock = clock
         self._polls: dict[str, LivePoll] = {}
+        # Open SSE streams per participant and per token (the routes acquire, 429 past a cap).
+        self.stream_quota = StreamQuota(sse_per_participant, sse_per_token)
         self._loading: dict[str, asyncio.Future[LivePoll | None]] = {}
         self._reloading: set[str] = set()
         self._coalescer = Coalescer(self._flush, frame_interval_s)
@@ -583,7 +587,7 @@ class PollService:
             )
         async with live.lock:
             live = self._polls[evaluation_id]  # a reload may have replaced it meanwhile
-            result = apply_idea_action(live.tally.marks, change)
+            result = apply_idea_action(live.tally.marks, change, live.tally.spellings)
             record = {
                 "change": result.audit.change,
                 "before": {
@@ -687,10 +691,13 @@ class PollService:
         return live, sub
 
     def unsubscribe(self, live: LivePoll, audience: str, sub: Subscriber) -> None:
+        """Stop sending to `sub`; a second call for the same subscriber does nothing."""
         # The live poll may have been replaced by a reload: its subscriber sets were kept.
         current = self._polls.get(live.row.evaluation_id, live)
-        current.subscribers[audience].discard(sub)
-        self.metrics.sse_clients.labels(audience).dec()
+        subscribers = current.subscribers[audience]
+        if sub in subscribers:
+            subscribers.discard(sub)
+            self.metrics.sse_clients.labels(audience).dec()
 
     # --- AI ------------------------------------------------------------------------------------
 
@@ -732,8 +739,12 @@ class PollService:
             self._spawn(self.run_ai_job(job))
         return True
 
-    async def run_ai_job(self, job: PollAiJob) -> None:
-        """The `poll.v1.ai.jobs` job: at its due time, the pass under the job's lease."""
+    async def run_ai_job(self, job: PollAiJob, *, retry: bool = False) -> None:
+        """The `poll.v1.ai.jobs` job: at its due time, the pass under the job's lease.
+
+        `retry` (a later delivery of the job will come): a batch the gateway did not answer
+        (`LlmNotAnswered`) raises, for the job to be redelivered; otherwise it is the board's
+        `llm_failed`, like any failed call."""
         wait = job.due_at.timestamp() - self.clock()
         if wait > 0:
             await asyncio.sleep(wait)
@@ -747,7 +758,7 @@ class PollService:
             return
         self._passes[evaluation_id] = job.lease
         try:
-            await self._ai_pass(evaluation_id, job.lease)
+            await self._ai_pass(evaluation_id, job.lease, retry=retry)
         finally:
             self._end_pass(evaluation_id, job.lease)
 
@@ -755,7 +766,7 @@ class PollService:
         if self._passes.get(evaluation_id) == lease:
             del self._passes[evaluation_id]
 
-    async def _ai_pass(self, evaluation_id: str, lease: float) -> None:
+    async def _ai_pass(self, evaluation_id: str, lease: float, *, retry: bool = False) -> None:
         """One pass: batches of up to 50 new ideas until none is left (FACTS D "Batches")."""
         sent: set[str] = set()
         while True:
@@ -783,14 +794,32 @@ class PollService:
                     stored = {m.key: m for m in state.marks}
                     again = await asyncio.to_thread(select_batch, state.answers, stored, sent)
                     if again.fresh:
+                        if again.keys - set(live.tally.keys()):
+                            # Ideas this replica never heard of: another replica committed them
+                            # and died before its frame went out. Read the poll again, or every
+                            # pass here would choose from the same stale tally and leave them
+                            # unjudged (issue 20: ideas unjudged 75 s after a replica's kill).
+                            await self._reload(evaluation_id)
                         await self.request_ai_pass(evaluation_id, look=False)
                 return
             sent |= batch.keys
             call = build_call(live.row.prompt, batch, name_mask(self._people(live)))
-            request = complete_request(call, live.row.teacher_id, f"poll-{uuid.uuid4().hex}")
-            request = request.model_copy(update={"deadline_s": self.ai_deadline_s})
+            request = complete_request(call, live.row.teacher_id, "")
+            request = request.model_copy(
+                update={
+                    "request_id": batch_request_id(evaluation_id, lease, request),
+                    "deadline_s": self.ai_deadline_s,
+                }
+            )
             try:
                 reply = await self.llm.complete(request)
+            except LlmNotAnswered:
+                if retry:
+                    # Not the model's answer: the job is redelivered under the same lease, and
+                    # the same batch's id is answered from the call the gateway made, if any.
+                    raise
+                await self._ai_failed(live, lease, board_error(ErrorCode.llm_failed))
+                return
             except ContractError as e:
                 await self._ai_failed(live, lease, board_error(e.code))
                 return
@@ -801,7 +830,7 @@ class PollService:
             async with live.lock:
                 # Read again (the poll held now): what the teacher did meanwhile counts.
                 current = self._polls[evaluation_id].tally.marks
-                proposed = apply_ai_verdicts(current, verdicts, call.judged, call.known)
+                proposed = apply_ai_verdicts(current, verdicts, call.judged, call.known, call.texts)
                 written, version = await self.repo.write_ai_marks(
                     evaluation_id, marks_to_write(proposed, current), self.clock()
                 )

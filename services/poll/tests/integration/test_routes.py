@@ -12,6 +12,7 @@ from nats.aio.client import Client as NATS
 
 from quiz_contracts import subjects
 from quiz_contracts.errors import ContractError, ErrorCode
+from quiz_testkit.nats_server import nats_connect
 
 from .conftest import Room, eventually, new_id, sse_frames
 
@@ -206,9 +207,7 @@ async def test_ai_on_is_refused_when_no_model_can_be_called(
     try:
         settings = poll_settings(server.url, signing_keys, f"sqlite:///{tmp_path / 'p.db'}")
         async with serve_app(create_app(settings), settings) as url:
-            import nats
-
-            nc = await nats.connect(server.url)
+            nc = await nats_connect(server.url)
             lone = Room(url, signing_keys, nc, new_id())
             await lone.open()
             r = await lone.reveal(ai=True)

@@ -16,6 +16,7 @@ import pytest
 from quiz_contracts.errors import ContractError, ErrorCode
 from quiz_contracts.poll import IdeaMark, PollAiState, PollRevealBody, PollSettings
 from quiz_poll.domain.board import Board, Bubble, brainstorm_board, brainstorm_cloud
+from quiz_poll.domain.ideas import idea_key, room_text
 from quiz_poll.domain.marks import default_settings
 from quiz_poll.domain.tally import tally_from_answers
 from quiz_poll.domain.views import (
@@ -37,10 +38,26 @@ def answers(*ideas: list[str]) -> list[tuple[str, dict[str, list[str]]]]:
     return [(f"p{i}", {"ideas": list(group)}) for i, group in enumerate(ideas)]
 
 
+def seen_all(rows: list[tuple[str, dict[str, list[str]]]], marks: list[IdeaMark]) -> list[IdeaMark]:
+    """Approved marks that name no spelling approve every spelling the rows hold of their key
+    (a teacher who saw them all): the cases below are about everything else."""
+    held: dict[str, list[str]] = {}
+    for _, payload in rows:
+        for text in payload["ideas"]:
+            held.setdefault(idea_key(text), []).append(room_text(" ".join(text.split())))
+    return [
+        m.model_copy(update={"seen": tuple(dict.fromkeys(held.get(m.key, [m.key])))})
+        if m.status == "approved" and not m.seen
+        else m
+        for m in marks
+    ]
+
+
 def both(
     rows: list[tuple[str, dict[str, list[str]]]], marks: list[IdeaMark], moderation: bool
 ) -> tuple[Board, list[Bubble]]:
     """The reference's board and cloud, after checking the incremental tally agrees."""
+    marks = seen_all(rows, marks)
     by_key = {m.key: m for m in marks}
     board = brainstorm_board(rows, by_key, moderation)
     cloud = brainstorm_cloud(board, moderation)
@@ -64,13 +81,13 @@ def test_each_participant_counts_once_per_idea_most_proposed_first() -> None:
     assert board.pending == 0
     assert [(c.label, c.count, c.total) for c in board.clusters] == [
         ("Bouge", 3, 3),
-        ("Mange", 2, 2),  # "mange" and "Mange" once each: the tie goes to the smallest
+        ("mange", 2, 2),  # "mange" and "Mange" once each: the tie goes to the first met
         ("le mouvement", 1, 1),
         ("gros mot", 1, 1),
     ]
 
 
-def test_a_variant_reads_the_most_typed_spelling_a_tie_the_smallest() -> None:
+def test_a_variant_reads_the_most_typed_spelling_a_tie_the_first_met() -> None:
     rows = answers(["velo"], ["Vélo"], ["vélo"], ["Vélo!"], ["vélo"])
     board, cloud = both(rows, [], moderation=False)
     assert board.clusters[0].variants[0].text == "vélo"  # typed twice
@@ -78,13 +95,18 @@ def test_a_variant_reads_the_most_typed_spelling_a_tie_the_smallest() -> None:
     # In any order of the answers, and after the most typed one leaves, the rule holds.
     board, _ = both(list(reversed(rows)), [], moderation=False)
     assert board.clusters[0].variants[0].text == "vélo"
+    # A tie keeps the first spelling met (the platform's rule), not the smallest code point.
     tie = answers(["vélo"], ["Vélo"], ["velo"])
+    assert both(tie, [], moderation=False)[0].clusters[0].variants[0].text == "vélo"
+    tie = answers(["Vélo"], ["vélo"], ["velo"], [], ["VELO"])
     assert both(tie, [], moderation=False)[0].clusters[0].variants[0].text == "Vélo"
     tally = tally_from_answers(rows, [], moderation=False)
     tally.set_answer("p2", {"ideas": ["VÉLO"]})
     tally.set_answer("p4", {"ideas": []})
-    # velo, Vélo, VÉLO, Vélo! once each: the smallest by code point is "VÉLO" (É < é).
-    assert tally.board().clusters[0].variants[0].text == "VÉLO"
+    # velo, Vélo, VÉLO, Vélo! once each: the first met is p0's "velo" (not "VÉLO", É < é).
+    assert tally.board().clusters[0].variants[0].text == "velo"
+    tally.set_answer("p0", {"ideas": []})
+    assert tally.board().clusters[0].variants[0].text == "Vélo"
 
 
 def test_a_participant_writing_one_idea_twice_counts_once() -> None:
@@ -220,7 +242,7 @@ def test_votes_hidden_the_wall_keeps_the_question_alone_and_phones_get_the_list(
     assert (wall.tally.joined, wall.tally.answered) == (4, 3)
     assert phone.tally is None
     assert phone.shared_list is not None
-    assert [i.label for i in phone.shared_list] == ["Bouge", "le mouvement", "Mange"]
+    assert [i.label for i in phone.shared_list] == ["Bouge", "le mouvement", "mange"]
     assert "count" not in json.loads(phone.model_dump_json())["sharedList"][0]
     assert "gros mot" not in wall.model_dump_json() + phone.model_dump_json()
 
@@ -239,7 +261,8 @@ def test_the_board_view_is_the_platforms_shape() -> None:
     assert set(body) == {"moderation", "ai", "answered", "pending", "clusters"}
     assert set(body["clusters"][0]) == {"key", "label", "renamed", "count", "total", "variants"}
     variant = body["clusters"][0]["variants"][0]
-    assert set(variant) == {"key", "text", "correction", "ai", "count", "status"}
+    # newSpellings is this service's addition (issue 21): the approved key's unapproved ones.
+    assert set(variant) == {"key", "text", "correction", "ai", "count", "status", "newSpellings"}
     assert "gros mot" in view.model_dump_json()  # the board is staff-only: everything is there
 
 
@@ -286,3 +309,86 @@ def test_votes_still_move_on_a_frozen_poll() -> None:
         default_settings(True), PollRevealBody(votes=True), ai_available=False, frozen=True
     )
     assert change.settings.votes
+
+
+# --- another spelling of an approved idea (issue 21) ------------------------------------------
+
+RLO, STACK = "\u202e", "\u0336\u0337\u0338"
+
+
+def approve(tally: Any, keys: list[str], spellings: list[str] | None = None) -> None:
+    from pydantic import TypeAdapter
+
+    from quiz_contracts.poll import PollIdeaAction
+    from quiz_poll.domain.marks import apply_idea_action
+
+    body: dict[str, Any] = {"action": "approve", "keys": keys}
+    if spellings is not None:
+        body["spellings"] = spellings
+    change = TypeAdapter(PollIdeaAction).validate_python(body)
+    tally.apply_marks(apply_idea_action(tally.marks, change, tally.spellings).marks)
+
+
+def check(tally: Any, moderation: bool, rows: list[tuple[str, dict[str, list[str]]]]) -> None:
+    """The tally agrees with the reference on the same answers and marks."""
+    board = brainstorm_board(rows, tally.marks, moderation)
+    assert tally.board() == board
+    assert tally.cloud() == brainstorm_cloud(board, moderation)
+
+
+def test_a_new_spelling_of_an_approved_idea_changes_nothing_the_room_reads() -> None:
+    tally = tally_from_answers(answers(["vélo"]), [], moderation=True)
+    approve(tally, ["velo"])
+    assert tally.marks["velo"].seen == ("vélo",)
+    rows = answers(
+        ["vélo"],
+        ["VELO 🖕"],
+        ["VELO 🖕"],
+        ["VELO 🖕"],
+        [f"{RLO}vélo 🖕"],  # drawn "🖕 olév", right to left
+        [f"v{STACK}élo"],  # reads "vélo" once the stack is dropped
+    )
+    for who, payload in rows[1:]:
+        tally.set_answer(who, payload)
+    check(tally, True, rows)
+    # The room keeps reading the approved spelling; every participant of the key counts.
+    assert tally.cloud() == [Bubble("velo", "vélo", 6)]
+    (variant,) = tally.board().clusters[0].variants
+    assert variant.text == "VELO 🖕"  # the board shows what was typed most
+    assert variant.new_spellings == ("VELO 🖕", "vélo 🖕")  # as the room would read them
+    # The most typed spelling leaves the key with no approved holder: still "vélo".
+    tally.set_answer("p0", {"ideas": []})
+    assert tally.cloud() == [Bubble("velo", "vélo", 5)]
+    # The teacher approves what the board lists: the room may then read it.
+    approve(tally, ["velo"], ["VELO 🖕"])
+    assert tally.marks["velo"].seen == ("vélo", "VELO 🖕")
+    assert tally.cloud() == [Bubble("velo", "VELO 🖕", 5)]
+    assert tally.board().clusters[0].variants[0].new_spellings == ("vélo 🖕",)
+    # Without named spellings an approval covers the board's text of the key only.
+    approve(tally, ["velo"])
+    assert tally.board().clusters[0].variants[0].new_spellings == ("vélo 🖕",)
+    # Hiding clears what was approved: approving again starts from what the board shows.
+    tally.apply_marks([tally.marks["velo"].model_copy(update={"status": "hidden", "seen": ()})])
+    assert tally.cloud() == []
+
+
+def test_an_approval_nobody_held_shows_nothing_under_moderation() -> None:
+    tally = tally_from_answers([], [], moderation=True)
+    approve(tally, ["velo"])  # from a board read before its last holder left
+    assert tally.marks["velo"].seen == ()
+    tally.set_answer("p0", {"ideas": ["VELO 🖕"]})
+    assert tally.cloud() == [] and tally.pending == 0
+    assert tally.board().clusters[0].variants[0].new_spellings == ("VELO 🖕",)
+    # Without moderation an approved idea is visible as typed (moderation is what holds it).
+    tally.set_moderation(False)
+    assert tally.cloud() == [Bubble("velo", "VELO 🖕", 1)]
+
+
+def test_the_room_never_reads_a_bidirectional_control_or_a_stack_of_marks() -> None:
+    rows = answers([f"{RLO}vélo"], [f"ve\u0301{STACK}lo"], [f"{RLO}vélo"], ["हैं"])
+    board, cloud = both(rows, [mark("velo", label=f"{RLO}Vélo")], moderation=False)
+    assert board.clusters[0].variants[0].text == f"{RLO}vélo"  # the board: as typed
+    assert [b.label for b in cloud] == ["Vélo", "हैं"]  # two marks on a letter are writing
+    _, cloud = both(rows, [], moderation=False)
+    assert cloud[0].label == "vélo"
+    assert all(RLO not in b.label and "\u0336" not in b.label for b in cloud)

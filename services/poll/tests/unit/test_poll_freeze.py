@@ -37,7 +37,9 @@ def test_moderation_is_read_only_once_frozen() -> None:
 def test_the_frozen_poll_keeps_what_the_class_saw_after_the_guests_go() -> None:
     guest = PollParticipant(attempt_id="a1", kind="guest")
     account = PollParticipant(attempt_id="a2", kind="account", user_id="u2")
-    tally = BrainstormTally(moderation=True, marks=[IdeaMark(key="bouge", status="approved")])
+    tally = BrainstormTally(
+        moderation=True, marks=[IdeaMark(key="bouge", status="approved", seen=("bouge",))]
+    )
     tally.set_answer(guest.attempt_id, {"ideas": ["bouge", "juron"]})
     tally.set_answer(account.attempt_id, {"ideas": ["Bouge !"]})
     now = CLOSED + timedelta(days=30)

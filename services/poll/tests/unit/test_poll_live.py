@@ -8,7 +8,7 @@ import asyncio
 import pytest
 
 from quiz_contracts.errors import ContractError, ErrorCode
-from quiz_poll.live import KEEPALIVE, Coalescer, Subscriber, sse_event
+from quiz_poll.live import KEEPALIVE, Coalescer, StreamQuota, Subscriber, sse_event
 from quiz_poll.tokens import CachingVerifier
 from quiz_servicekit.auth import Identity
 
@@ -88,3 +88,24 @@ def test_the_token_cache_trusts_only_verified_tokens_until_they_expire() -> None
     cache.verify(token(2001))
     cache.verify(good)
     assert inner.calls == 7  # bounded: the oldest went
+
+
+def test_streams_are_capped_per_participant_and_per_token() -> None:
+    quota = StreamQuota(per_participant=2, per_token=3)
+    first = quota.acquire("guest", "t1")
+    quota.acquire("guest", "t1")
+    with pytest.raises(ContractError) as refused:
+        quota.acquire("guest", "t2")  # another token, the same participant
+    assert refused.value.code is ErrorCode.rate_limited
+    assert refused.value.details == {"limit": 2, "per": "participant"}
+    quota.acquire("teacher", "t1")
+    with pytest.raises(ContractError) as refused:
+        quota.acquire("someone", "t1")  # another participant, the same token
+    assert refused.value.details == {"limit": 3, "per": "token"}
+    # A place given back is free again, once: a second release gives nothing more back.
+    first.release()
+    first.release()
+    assert quota.open_for("guest", "t1") == (1, 2)
+    quota.acquire("guest", "t2")
+    with pytest.raises(ContractError):
+        quota.acquire("guest", "t3")

@@ -31,7 +31,7 @@ from quiz_poll.domain.ai import (
 )
 from quiz_poll.domain.board import brainstorm_board, brainstorm_cloud
 from quiz_poll.domain.ideas import idea_key, ideas_of, keyed_ideas
-from quiz_poll.domain.marks import apply_idea_action, cluster_head, is_visible, status_of
+from quiz_poll.domain.marks import apply_idea_action, cluster_head, mark_visible, status_of
 from quiz_poll.domain.masking import name_mask
 from quiz_poll.domain.tally import BrainstormTally
 from quiz_poll.domain.views import frames, snapshot
@@ -46,7 +46,17 @@ PARTICIPANTS = [f"p{i}" for i in range(6)]
 
 
 def spellings(word: str) -> list[str]:
-    return [word, word.upper(), f"{word.capitalize()} !", f"le {word}", f"l’{word}", f"l'{word}"]
+    return [
+        word,
+        word.upper(),
+        f"{word.capitalize()} !",
+        f"le {word}",
+        f"l’{word}",
+        f"l'{word}",
+        # What a room must never be shown as typed: a right-to-left override, stacked marks.
+        f"\u202e{word} !",
+        f"{word}\u0301\u0336\u0336\u0336",
+    ]
 
 
 SAFE_IDEAS = [s for word in TOKENS for s in spellings(word)] + ["!!!", "’"]
@@ -57,6 +67,14 @@ ANY_IDEAS = st.sampled_from([*SAFE_IDEAS, "Le", "de la", "zephyr quartz", "à v�
 
 keys = st.lists(st.sampled_from(TOKENS), min_size=1, max_size=3)
 action_bodies = st.one_of(
+    # An approval naming the spellings the teacher saw (the board page sends them).
+    st.fixed_dictionaries(
+        {
+            "action": st.just("approve"),
+            "keys": keys,
+            "spellings": st.lists(st.sampled_from(SAFE_IDEAS), min_size=1, max_size=4),
+        }
+    ),
     st.fixed_dictionaries(
         {"action": st.sampled_from(["approve", "hide", "reset", "detach"]), "keys": keys}
     ),
@@ -126,7 +144,8 @@ class Poll:
             self.answers.pop(op[1], None)
             self.tally.remove_participant(op[1])
         elif kind == "action":
-            self.write(apply_idea_action(self.marks, ACTION.validate_python(op[1])).marks)
+            change = ACTION.validate_python(op[1])
+            self.write(apply_idea_action(self.marks, change, self.tally.spellings).marks)
         elif kind == "ai":
             batch = select_batch(list(self.answers.items()), self.marks)
             call = build_call("Vivant ?", batch, name_mask([]))
@@ -138,7 +157,7 @@ class Poll:
                     {"id": ident, "offensive": offensive, "correction": correction, "sameAs": same}
                 )
             verdicts = read_verdicts({"ideas": reply}, call)
-            proposed = apply_ai_verdicts(self.marks, verdicts, call.judged, call.known)
+            proposed = apply_ai_verdicts(self.marks, verdicts, call.judged, call.known, call.texts)
             self.write(marks_to_write(proposed, self.marks))
         elif kind == "race":
             _, key, into = op
@@ -194,7 +213,7 @@ def check_no_leak_and_counts(poll: Poll) -> None:
     text = public_texts(poll)
     for key in held:
         mark = poll.marks.get(key)
-        if is_visible(status_of(mark), moderation):
+        if mark_visible(mark, moderation):
             continue
         assert key not in text, f"{key!r} is {status_of(mark)} yet public"
         if mark is not None and mark.correction is not None:
@@ -207,16 +226,29 @@ def check_no_leak_and_counts(poll: Poll) -> None:
             who
             for key, holders in held.items()
             if cluster_head(key, poll.marks) == head
-            and is_visible(status_of(poll.marks.get(key)), moderation)
+            and mark_visible(poll.marks.get(key), moderation)
             for who in holders
         }
         assert bubble.count == len(people)
         assert idea_key(bubble.key) == bubble.key
-        assert is_visible(status_of(poll.marks.get(bubble.key)), moderation)
+        assert mark_visible(poll.marks.get(bubble.key), moderation)
+        # Under moderation the room reads a teacher's label, a correction, or a spelling that
+        # was approved — never one typed after the approval (issue 21).
+        if moderation:
+            approved = {s for m in poll.marks.values() if m.status == "approved" for s in m.seen}
+            assert (
+                bubble.label in LABELS
+                or bubble.label.startswith("Fix")
+                or (bubble.label in approved)
+            ), f"{bubble.label!r} was never approved"
+    # Whatever the switch: no bidirectional control, no stack of combining marks.
+    shown = public_texts(poll)
+    assert "\u202e" not in shown and "\\u202e" not in shown
+    assert "\u0336" not in shown and "\\u0336" not in shown
     heads = {
         cluster_head(key, poll.marks)
         for key in held
-        if is_visible(status_of(poll.marks.get(key)), moderation)
+        if mark_visible(poll.marks.get(key), moderation)
     }
     assert len(cloud) == len(heads)  # at most 8 clusters here: the cap never binds
     assert json.loads(public_texts(poll).split("}{", 1)[0] + "}")["tally"]["pending"] >= 0

@@ -48,6 +48,22 @@ function keysOr(key) {
   return selected.has(key) && selected.size > 1 ? [...selected] : [key];
 }
 
+function variantOf(key) {
+  for (const c of board ? board.clusters : []) for (const v of c.variants) if (v.key === key) return v;
+  return null;
+}
+
+/** An approval of `keys` names the spellings this board shows for them (the typed text and the
+ * new spellings): the room may then read those, and none typed since (issue 21). */
+function approval(keys) {
+  const spellings = [];
+  for (const key of keys) {
+    const v = variantOf(key);
+    if (v) spellings.push(v.text, ...(v.newSpellings || []));
+  }
+  return { action: "approve", keys, spellings: [...new Set(spellings)].slice(0, 500) };
+}
+
 function variantRow(cluster, v) {
   const shown = v.correction || v.text;
   const check = h("input", {
@@ -71,16 +87,17 @@ function variantRow(cluster, v) {
   const actions = h(
     "div",
     { class: "actions", role: "group", "aria-label": t("board.actionsFor", { text: shown }) },
-    button("approve", () => ({ action: "approve", keys: keysOr(v.key) })),
+    button("approve", () => approval(keysOr(v.key))),
     button("hide", () => ({ action: "hide", keys: keysOr(v.key) })),
     button("reset", () => ({ action: "reset", keys: keysOr(v.key) })),
     cluster.variants.length > 1 || v.key !== cluster.key
       ? button("detach", () => ({ action: "detach", keys: keysOr(v.key) }))
       : null,
   );
+  const fresh = v.newSpellings || [];
   const row = h(
     "li",
-    { class: `variant ${v.status}`, draggable: "true", dataset: { key: v.key } },
+    { class: `variant ${v.status}${fresh.length ? " has-new" : ""}`, draggable: "true", dataset: { key: v.key } },
     check,
     h(
       "label",
@@ -89,6 +106,8 @@ function variantRow(cluster, v) {
       v.correction && v.correction !== v.text
         ? h("span", { class: "correction" }, h("span", { class: "sr-only" }, `${t("board.correction")}: `), `→ ${v.correction}`)
         : null,
+      // Spellings typed after the approval: the room does not read them until "Approve" again.
+      fresh.length ? h("span", { class: "new-spellings" }, t("board.newSpellings", { list: fresh.join(" · ") })) : null,
     ),
     h("span", { class: `source ${v.ai ? "ai" : "teacher"}` }, t(v.ai ? "board.source.ai" : "board.source.teacher")),
     h("span", { class: `status ${v.status}` }, t(`board.status.${v.status}`)),
@@ -274,7 +293,9 @@ async function flip(name, input) {
 aiSwitch.addEventListener("change", () => flip("ai", aiSwitch));
 moderationSwitch.addEventListener("change", () => flip("moderation", moderationSwitch));
 for (const name of ["approve", "hide", "reset", "detach"]) {
-  document.getElementById(`sel-${name}`).addEventListener("click", () => act({ action: name, keys: [...selected] }, t(`board.${name}`)));
+  document.getElementById(`sel-${name}`).addEventListener("click", () =>
+    act(name === "approve" ? approval([...selected]) : { action: name, keys: [...selected] }, t(`board.${name}`)),
+  );
 }
 document.getElementById("sel-merge").addEventListener("click", () => {
   const into = mergeTarget.value;

@@ -26,6 +26,7 @@ from quiz_contracts.review import (
 from quiz_review.service import ReviewService
 from quiz_servicekit.app import ServiceRef
 from quiz_servicekit.auth import Access, Identity, current_identity, require_grant
+from quiz_servicekit.request_ids import IDEMPOTENCY_KEY_HEADER, caller_key
 
 # A draft config is what the editor holds: the wand's bound (quiz_contracts.generate).
 MAX_FIX_BODY_BYTES = 1 << 20
@@ -112,11 +113,22 @@ def review_router(review_service: ServiceRef[ReviewService]) -> APIRouter:
     )
     async def review_now(
         question_id: str,
+        request: Request,
         identity: Identity = Depends(contributor),
         service: ReviewService = Depends(review_service),
     ) -> QuestionReview:
-        """ "Review now": the latest published version, purpose review, the teacher as user."""
-        return await service.review_now(question_id, identity.sub)
+        """ "Review now": the latest published version, purpose review, the teacher as user.
+
+        An `Idempotency-Key` header names the click (a retry sends it again); without one the
+        request is named by who sent it and its route (quiz_servicekit.request_ids)."""
+        caller = caller_key(
+            principal=identity.sub,
+            method=request.method,
+            path=request.url.path,
+            body=None,
+            idempotency_key=request.headers.get(IDEMPOTENCY_KEY_HEADER),
+        )
+        return await service.review_now(question_id, identity.sub, caller)
 
     @router.post(
         "/questions/{question_id}/review/ignore",

@@ -1,7 +1,8 @@
 """review metrics (prefix `quiz_review_`).
 
 - `reviews_total{trigger,outcome}`: model reviews by trigger (night, request, now) and outcome
-  (clean, findings, failed, or the gateway's code that left no row)
+  (clean, findings, failed, not_answered — the gateway unreachable or its reply lost, retried
+  with the same request id —, or the gateway's code that left no row)
 - `night_runs_total{outcome}`: hourly runs of the night by how they ended (outside_window,
   lease_held, done, share_spent, no_estimate, gateway_unavailable, lease_lost, rate_limited,
   llm_not_configured, llm_budget_exhausted)

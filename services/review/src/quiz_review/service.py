@@ -37,6 +37,7 @@ from quiz_contracts.review import (
     ReviewState,
 )
 from quiz_review.config import Settings
+from quiz_review.domain.call_ids import night_call_id, now_call_id, request_call_id
 from quiz_review.domain.findings import kept_findings, read_reply, review_state_for
 from quiz_review.domain.fixes import fix_review
 from quiz_review.domain.night import (
@@ -59,7 +60,7 @@ from quiz_review.domain.states import (
 from quiz_review.metrics import ReviewMetrics
 from quiz_review.repository import ReviewRepository, VersionRecord
 from quiz_servicekit.lease import KvLease
-from quiz_servicekit.llm import LlmClient
+from quiz_servicekit.llm import LlmClient, LlmNotAnswered
 
 log = logging.getLogger(__name__)
 Clock = Callable[[], datetime]
@@ -146,9 +147,12 @@ class ReviewService:
 
         `completed_id` is the `Nats-Msg-Id` of the `review.v1.completed` event: derived from the
         request's delivery, so a redelivered request publishes its outcome once.
-        `may_wait`: a request naming a version the read model does not hold yet raises a
-        retryable ContractError instead of answering `not_published` — the version's event and
-        the request travel on different streams, and the request may come first.
+        `may_wait` (a later delivery will come): a request naming a version the read model does
+        not hold yet raises a retryable ContractError instead of answering `not_published` —
+        the version's event and the request travel on different streams, and the request may
+        come first; and a call the gateway did not answer (`LlmNotAnswered`: unreachable, reply
+        lost, `unavailable`) is raised to be retried with the same request id, instead of
+        answering `llm_failed` with nothing stored.
         """
         if may_wait and req.version_id is not None:
             known = await self.repo.version(req.version_id)
@@ -157,21 +161,24 @@ class ReviewService:
                     ErrorCode.not_published,
                     f"version {req.version_id} is not in the read model yet; retried",
                 )
-        completed, outcome = await self._answer(req)
+        completed, outcome = await self._answer(req, may_wait=may_wait)
         self._metrics.requests.labels(outcome).inc()
         await self._publish(completed, completed_id)
         return completed
 
-    async def _answer(self, req: ReviewRequest) -> tuple[ReviewCompleted, str]:
+    async def _answer(self, req: ReviewRequest, *, may_wait: bool) -> tuple[ReviewCompleted, str]:
         def error(
-            code: ErrorCode, message: str, version: VersionRecord | None
+            code: ErrorCode,
+            message: str,
+            version: VersionRecord | None,
+            retry_after_s: float | None = None,
         ) -> tuple[ReviewCompleted, str]:
             return ReviewCompleted(
                 question_id=req.question_id,
                 pool_id=version.pool_id if version else None,
                 version_id=version.version_id if version else req.version_id,
                 request_id=req.request_id,
-                error=ErrorBody(code=code, message=message),
+                error=ErrorBody(code=code, message=message, retry_after_s=retry_after_s),
             ), code.value
 
         if req.version_id is not None:
@@ -194,10 +201,16 @@ class ReviewService:
                 review = await self._review(
                     version,
                     user=req.user,
-                    request_id=f"review-request:{version.version_id}:{req.request_id or ''}",
+                    request_id=request_call_id(version.version_id, req.request_id),
                     trigger="request",
                     keep_failed=existing is None or existing.state is ReviewState.failed,
                 )
+            except LlmNotAnswered as e:
+                if may_wait:
+                    raise  # nak'ed, redelivered later: the same id then gets the paid answer
+                # The last delivery: a retryable error for the requester, nothing stored (the
+                # version stays unreviewed for the night or a new request).
+                return error(e.code, e.message, version, e.retry_after_s)
             except ContractError as e:
                 return error(e.code, e.message, version)
         assert review is not None
@@ -217,9 +230,12 @@ class ReviewService:
         latest = await self.repo.latest_version(question_id)
         return None if latest is None else latest.pool_id
 
-    async def review_now(self, question_id: str, user: str) -> QuestionReview:
+    async def review_now(self, question_id: str, user: str, caller: str) -> QuestionReview:
         """Review the question's latest published version now, for `user` (ADR-060 §1).
 
+        `caller`: the HTTP request's caller key (`quiz_servicekit.request_ids.caller_key`),
+        which with the version names the call (`call_ids.now_call_id`): the person's retry of
+        a call whose answer was lost gets it from the gateway, free.
         Errors: not_published, review_unsupported (400) before any call; then the gateway's
         llm_not_configured (409), rate_limited / llm_budget_exhausted (429), llm_failed (502).
         """
@@ -229,7 +245,7 @@ class ReviewService:
         return await self._review(
             version,
             user=user,
-            request_id=None,
+            request_id=now_call_id(version.version_id, caller),
             trigger="now",
             keep_failed=False,
         )
@@ -308,8 +324,12 @@ class ReviewService:
         """One model call on `version`, its row stored (clean/findings, or failed).
 
         A gateway failure that ends the night or is the person's (llm_not_configured,
-        llm_budget_exhausted, rate_limited) is raised with nothing stored; any other failure
-        stores `failed` when `keep_failed` and raises llm_failed otherwise.
+        llm_budget_exhausted, rate_limited) is raised with nothing stored; so is a call the
+        gateway did not answer (`LlmNotAnswered`: no gateway, the reply lost, the gateway
+        `unavailable`) — not an outcome: the call may have been made and paid, and asked again
+        under the same request id it is answered from the gateway's stored reply. Any other
+        failure (the model's or the gateway's own refusal: llm_failed) stores `failed` when
+        `keep_failed` and raises llm_failed otherwise.
         """
         call = call or self._call(version, user, request_id)
         try:
@@ -321,6 +341,10 @@ class ReviewService:
                 findings=findings,
                 reviewed_at=self._clock(),
             )
+        except LlmNotAnswered:
+            self._metrics.reviews.labels(trigger, "not_answered").inc()
+            log.warning("review of version %s not answered by the gateway", version.version_id)
+            raise
         except ContractError as e:
             stops = night_stops_on(e.code) or e.code is ErrorCode.rate_limited
             self._metrics.reviews.labels(trigger, e.code.value).inc()
@@ -386,7 +410,7 @@ class ReviewService:
             version = await self.repo.version(row.version_id)
             if version is None:
                 continue  # deleted since the query
-            call = self._call(version, None, f"review-night:{version.version_id}:{day}")
+            call = self._call(version, None, night_call_id(version.version_id, day))
             try:
                 budget = await self.night_budget(call)
             except ContractError as e:
@@ -406,6 +430,9 @@ class ReviewService:
                     keep_failed=True,
                     call=call,
                 )
+            except LlmNotAnswered:
+                # The gateway is not answering: no row stored, the version stays a candidate.
+                return NightRun("gateway_unavailable", reviewed, failed, len(candidates))
             except ContractError as e:
                 # Raised only by what ends the night (night_stops_on), or rate_limited, which a
                 # call by no person should never meet: either way, no more calls this run.

@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import nats
 import pytest
 from nats.aio.client import Client as NATS
 
@@ -24,7 +23,7 @@ from quiz_review.main import create_app
 from quiz_review.service import ReviewService
 from quiz_testkit.anthropic_stub import AnthropicStub
 from quiz_testkit.jwt_keys import SigningKeys
-from quiz_testkit.nats_server import NatsServer
+from quiz_testkit.nats_server import NatsServer, nats_connect
 from quiz_testkit.processes import ServiceProcess, llm_gateway_process
 from quiz_testkit.serving import serve_app
 
@@ -126,9 +125,14 @@ class Review:
         return self.keys.mint(sub or f"teacher-{uuid.uuid4().hex[:8]}", grants)
 
     async def call(
-        self, method: str, path: str, token: str | None, body: Any = None
+        self,
+        method: str,
+        path: str,
+        token: str | None,
+        body: Any = None,
+        headers: dict[str, str] | None = None,
     ) -> httpx.Response:
-        headers = {"authorization": f"Bearer {token}"} if token else {}
+        headers = {**({"authorization": f"Bearer {token}"} if token else {}), **(headers or {})}
         async with httpx.AsyncClient(timeout=60) as http:
             return await http.request(
                 method, f"{self.url}/app/api{path}", json=body, headers=headers
@@ -232,7 +236,7 @@ async def running_review(
     clock = clock or Clock()
     settings = review_settings(nats_url, keys, database_url, **extra)
     app = create_app(settings, clock=clock)
-    nc = await nats.connect(nats_url)
+    nc = await nats_connect(nats_url)
     try:
         async with serve_app(app, settings) as url:
             yield Review(url, app.state.review, nats_url, keys, clock, nc)

@@ -18,11 +18,11 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-import nats
 import pytest
 
 from quiz_testkit.anthropic_stub import AnthropicStub, StubReply
 from quiz_testkit.jwt_keys import SigningKeys
+from quiz_testkit.nats_server import nats_connect
 from quiz_testkit.processes import ServiceProcess
 
 from .conftest import Bus, Review, eventually, finding
@@ -34,7 +34,7 @@ DOCS = Path(__file__).parents[4] / "docs" / "review.md"
 
 async def completed_events(nats_url: str, request_id: str) -> list[dict[str, Any]]:
     """Every review.v1.completed event of `request_id` stored on REVIEW_EVENTS so far."""
-    nc = await nats.connect(nats_url)
+    nc = await nats_connect(nats_url)
     try:
         js = nc.jetstream()
         sub = await js.pull_subscribe("review.v1.completed", durable=None, stream="REVIEW_EVENTS")
@@ -226,7 +226,7 @@ async def test_killed_mid_review_is_redelivered_and_reviews_once(
     bus: Bus, stub: AnthropicStub, signing_keys: SigningKeys, tmp_path: Path
 ) -> None:
     proc = review_process(bus, signing_keys, tmp_path).start()
-    nc = await nats.connect(bus.url)
+    nc = await nats_connect(bus.url)
     try:
         js = nc.jetstream()
         event = {

@@ -20,9 +20,14 @@ def script_findings(stub: AnthropicStub, *findings: dict[str, Any]) -> None:
     stub.script(StubReply.tool({"findings": list(findings)}))
 
 
-async def review_now(review: Review, question_id: str, token: str | None = None) -> Any:
+async def review_now(
+    review: Review, question_id: str, token: str | None = None, key: str | None = None
+) -> Any:
     return await review.call(
-        "POST", f"/questions/{question_id}/review", token or review.contributor(question_id)
+        "POST",
+        f"/questions/{question_id}/review",
+        token or review.contributor(question_id),
+        headers={"Idempotency-Key": key} if key else None,
     )
 
 
@@ -286,12 +291,35 @@ async def test_review_now_is_the_teachers_call_and_rate_limited(
     v = await review.publish_version()
     token = review.token({f"question:{v['questionId']}": {"role": "contributor"}}, sub="prof-42")
     stub.script(*[StubReply.tool({"findings": []}) for _ in range(12)])
-    codes = [(await review_now(review, v["questionId"], token)).status_code for _ in range(11)]
+    # Eleven clicks, each its own Idempotency-Key (as the platform sends one per click).
+    codes = [
+        (await review_now(review, v["questionId"], token, key=f"click-{i}")).status_code
+        for i in range(11)
+    ]
     # The gateway's per-person limit of purpose review (10 a minute, like the wand).
     assert codes[:10] == [200] * 10 and codes[10] == 429
     usage = await review.service.llm.usage(billed_to="prof-42")
     assert usage.billed_to_spend is not None
     assert usage.billed_to_spend[Purpose.review].calls == 10
+
+
+async def test_review_now_sent_again_is_answered_from_the_paid_call(
+    review_sqlite: Review, stub: AnthropicStub
+) -> None:
+    """The same click sent again (its Idempotency-Key, or no key and the same request) is the
+    same call: answered from the gateway's stored reply, not paid again. (Before issue 20 each
+    Review now was a call of its own, request id none.)"""
+    review = review_sqlite
+    v = await review.publish_version()
+    token = review.token({f"question:{v['questionId']}": {"role": "contributor"}}, sub="prof-43")
+    stub.script(*[StubReply.tool({"findings": []}) for _ in range(4)])
+    for key in ("click-a", "click-a", None, None):
+        r = await review_now(review, v["questionId"], token, key=key)
+        assert r.status_code == 200, r.text
+    assert len(stub.requests) == 2  # click-a once, the keyless request once
+    usage = await review.service.llm.usage(billed_to="prof-43")
+    assert usage.billed_to_spend is not None
+    assert usage.billed_to_spend[Purpose.review].calls == 2
 
 
 async def test_openapi_lists_the_routes_with_their_error_codes(review_sqlite: Review) -> None:

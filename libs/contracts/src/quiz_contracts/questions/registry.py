@@ -155,15 +155,48 @@ def question_type(name: str) -> QuestionType:
 
 @dataclass(frozen=True)
 class DraftReading:
-    """A draft read against its type: the config when valid, else the problems found."""
+    """A draft read against its type: the config when valid, else the problems found.
+
+    `misread` are the problems that mean the draft is not one of this type at all, however
+    unfinished (D16 lets a draft be empty, short, too long or inconsistent, never another
+    shape): a value of the wrong JSON kind (`"choices": "oops"`), another type's literal
+    (`configVersion` 2 in a short), an unknown variant, a key the type forbids.
+    """
 
     config: BaseModel | None
     problems: list[Problem]
+    misread: list[Problem] = field(default_factory=list)
 
     @property
     def valid(self) -> bool:
         """True when the draft is a valid config of its type."""
         return self.config is not None
+
+    @property
+    def reads_as_type(self) -> bool:
+        """True when the draft is of its type, complete or not (no `misread` problem)."""
+        return not self.misread
+
+
+# pydantic error types that say a value is not of the kind the type gives its place (besides
+# every "…_type"); the others (missing, too short or long, bounds, refinements) say a draft
+# is unfinished, as D16 allows.
+_MISREAD_ERRORS = frozenset(
+    {
+        "literal_error",
+        "enum",
+        "union_tag_invalid",
+        "union_tag_not_found",
+        "int_from_float",
+        "extra_forbidden",
+        "is_instance_of",
+        "none_required",
+    }
+)
+
+
+def _misreads(error_type: str) -> bool:
+    return error_type.endswith("_type") or error_type in _MISREAD_ERRORS
 
 
 def _path(loc: Any) -> list[str]:
@@ -171,8 +204,10 @@ def _path(loc: Any) -> list[str]:
     return [str(p) for p in loc if not (isinstance(p, str) and p.startswith("~"))]
 
 
-def _problems(exc: ValidationError) -> list[Problem]:
+def _problems(exc: ValidationError) -> tuple[list[Problem], list[Problem]]:
+    """Every problem, and those of them that misread the type (see DraftReading)."""
     problems: list[Problem] = []
+    misread: list[Problem] = []
     for err in exc.errors(include_url=False):
         base = _path(err["loc"])
         ctx = err.get("ctx") or {}
@@ -180,22 +215,28 @@ def _problems(exc: ValidationError) -> list[Problem]:
             for path, key in ctx["issues"]:
                 problems.append(Problem(path=".".join(base + _path(path)), message=str(key)))
         else:
-            problems.append(Problem(path=".".join(base), message=err["msg"]))
-    return problems
+            problem = Problem(path=".".join(base), message=err["msg"])
+            problems.append(problem)
+            if _misreads(err["type"]):
+                misread.append(problem)
+    return problems, misread
 
 
 def read_draft(type_name: str, raw: Any) -> DraftReading:
     """Read any JSON value as a draft of that type; never raises but for an unknown type.
 
-    A refinement reports the platform's i18n key (`mcq.single_needs_one`) at its own path.
+    A refinement reports the platform's i18n key (`mcq.single_needs_one`) at its own path;
+    `misread` names what is of another shape than the type's (DraftReading).
     """
     model = question_type(type_name).config_model
     if not isinstance(raw, Mapping):
-        return DraftReading(None, [Problem(path="", message="the config is not an object")])
+        not_object = [Problem(path="", message="the config is not an object")]
+        return DraftReading(None, not_object, not_object)
     try:
         return DraftReading(model.model_validate(dict(raw)), [])
     except ValidationError as exc:
-        return DraftReading(None, _problems(exc))
+        return DraftReading(None, *_problems(exc))
     except (ValueError, TypeError, RecursionError) as exc:
         # A garbage draft (deep nesting, odd numbers) must come back as a problem, not a 500.
-        return DraftReading(None, [Problem(path="", message=str(exc) or type(exc).__name__)])
+        garbage = [Problem(path="", message=str(exc) or type(exc).__name__)]
+        return DraftReading(None, garbage, garbage)

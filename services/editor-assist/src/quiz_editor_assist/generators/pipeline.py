@@ -4,7 +4,8 @@ heig-quiz `apps/api/src/modules/pool/generate.ts` (`generateAnswers`), step by s
 
 call = prepare_generate(type_name, request)
     # generate_unsupported (no wand, or no item wand), statement_empty, limit_exceeded
-    # (a statement over 20,000 characters, a draft larger than its type allows), item_not_empty
+    # (a statement over 20,000 characters, a draft larger than its type allows), draft_invalid
+    # (a draft of another shape than its type's), item_not_empty
 <check that call's request fits the NATS hop: fits_nats(...) — limit_exceeded otherwise>
 output = <llm.v1.complete: call.system, call.user, call.output_schema, call.max_output_tokens>
 config, explanation = apply_proposal(call, request, output)
@@ -91,11 +92,29 @@ def check_statement(statement: str) -> None:
         )
 
 
+def check_reads_as_type(type_name: str, config: dict[str, Any]) -> None:
+    """draft_invalid, with the type's own messages, for a draft of another shape than its type's.
+
+    A draft may be unfinished (D16: empty, missing, too short or inconsistent) and still be
+    completed; one that is not of the grant's type at all (an mcq draft under a short grant, a
+    `"choices": "oops"`) would be merged into a hybrid or come back unchanged without a word.
+    """
+    misread = read_draft(type_name, config).misread
+    if misread:
+        where = "; ".join(f"{p.path or 'config'}: {p.message}" for p in misread[:3])
+        raise ContractError(
+            ErrorCode.draft_invalid,
+            f"The draft does not read as a {type_name} question ({where}).",
+            details={"problems": [p.model_dump() for p in misread[:20]]},
+        )
+
+
 def prepare_generate(type_name: str, request: GenerateRequest) -> GenerateCall:
     """Everything refused before a model is paid, then the call to make."""
     generator = generator_for(type_name)
     check_statement(generator.statement(request.config))
     check_draft_size(type_name, request.config)
+    check_reads_as_type(type_name, request.config)
     user = user_message(type_name, request.config, request.explanation, request.item)
     if request.item is None:
         return GenerateCall(

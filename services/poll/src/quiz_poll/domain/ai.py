@@ -28,13 +28,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Hashable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from quiz_contracts.llm import CompleteRequest, Effort, LlmMessage, OutputSchema, Purpose
 from quiz_contracts.poll import IDEA_MAX_CHARS, IdeaMark
 from quiz_poll.domain.board import brainstorm_board, brainstorm_cloud
-from quiz_poll.domain.ideas import idea_key
+from quiz_poll.domain.ideas import idea_key, room_text
 from quiz_poll.domain.marks import Marks, blank_mark, cluster_head
 from quiz_poll.domain.masking import NameMask
 
@@ -123,12 +123,20 @@ def select_batch(
     """Up to 50 unmarked ideas not yet sent in this pass, and up to 80 approved ones as context.
 
     The board is read with moderation ON whatever the switch: the context is what a moderated
-    wall shows — approved ideas, as the room reads them (key and label) — so an idea typed before
-    the room's notice (it carries an empty teacher mark, status null) never leaves, not even as
-    context. The new ideas are sent as typed (their most typed spelling), never a correction.
+    wall shows — approved ideas, as the room reads them (key and label). An idea that was there
+    when the AI was switched on (`teacherOnly`, ADR-072 §5) never leaves, not even as context
+    once the teacher approves it: it is read as hidden here, so it is neither a bubble, nor a
+    bubble's key, nor its label. The new ideas are sent as typed (their most typed spelling),
+    never a correction.
     """
     done = set(sent)
-    board = brainstorm_board(answers, marks, moderation=True)
+    # Hiding a mark moves no head and reorders nothing on the board (totals count everyone),
+    # so the new ideas are picked in the same order as on the real board.
+    outgoing = {
+        key: mark.model_copy(update={"status": "hidden"}) if mark.teacher_only else mark
+        for key, mark in marks.items()
+    }
+    board = brainstorm_board(answers, outgoing, moderation=True)
     fresh: list[BatchIdea] = []
     variants = (variant for cluster in board.clusters for variant in cluster.variants)
     for variant in variants:
@@ -143,9 +151,15 @@ def select_batch(
 
 
 def retroactive_marks(keys: Iterable[str], marks: Marks) -> list[IdeaMark]:
-    """Switching AI on is never retroactive (ADR-072 §5): an empty teacher mark on each idea
-    already there that has none, so the model never judges what was typed before the notice."""
-    return [blank_mark(key) for key in dict.fromkeys(keys) if key not in marks]
+    """Switching AI on is never retroactive (ADR-072 §5): every idea already there (held, or
+    marked) stays with the teacher for good (`teacherOnly`): one that has no mark gets an empty
+    teacher mark, so the model never judges it, and none of them is ever sent as context, even
+    once approved. The repository sets only `teacherOnly` on a mark that exists."""
+    out = [
+        (marks.get(key) or blank_mark(key)).model_copy(update={"teacher_only": True})
+        for key in dict.fromkeys([*keys, *marks])
+    ]
+    return [mark for mark in out if mark != marks.get(mark.key)]
 
 
 @dataclass(frozen=True)
@@ -158,6 +172,9 @@ class AiCall:
     ids: Mapping[str, str]  # throwaway id -> idea key
     judged: frozenset[str]  # keys of the new ideas (the only ones a verdict may write)
     known: frozenset[str]  # keys a new idea may be attached to (batch and wall)
+    # key -> the text of the new idea the model judged (before masking): its approval covers
+    # that spelling only (IdeaMark.seen).
+    texts: Mapping[str, str] = field(default_factory=dict)
 
 
 def _clip(text: str) -> str:
@@ -196,6 +213,7 @@ def build_call(statement: str, batch: Batch, mask: NameMask) -> AiCall:
         ids=ids,
         judged=batch.keys,
         known=frozenset(idea.key for idea in (*batch.fresh, *batch.context)),
+        texts={idea.key: idea.text for idea in batch.fresh},
     )
 
 
@@ -262,7 +280,11 @@ def read_verdicts(output: object, call: AiCall) -> list[AiVerdict]:
 
 
 def apply_ai_verdicts(
-    current: Marks, verdicts: Iterable[AiVerdict], judged: Iterable[str], known: Iterable[str]
+    current: Marks,
+    verdicts: Iterable[AiVerdict],
+    judged: Iterable[str],
+    known: Iterable[str],
+    texts: Mapping[str, str] | None = None,
 ) -> list[IdeaMark]:
     """The marks a batch's verdicts write, of source "ai" (heig-quiz `applyAiVerdicts`, FACTS D).
 
@@ -272,8 +294,11 @@ def apply_ai_verdicts(
     - `sameAs` attaches to that idea's head only when it is known (batch or wall), is not the idea
       itself, its head is not the idea itself (no loop), and that head is not hidden (a visible
       idea never shelters under a hidden head).
+    - An approval covers the spelling the model judged (`texts`, as the room reads it): under
+      moderation, another spelling typed later waits for the teacher (IdeaMark.seen).
     The caller writes them only where no mark exists (`marks_to_write`).
     """
+    judged_texts = texts or {}
     marks = dict(current)
     allowed = set(judged)
     reachable = set(known)
@@ -291,12 +316,17 @@ def apply_ai_verdicts(
             head_mark = marks.get(head)
             if head != verdict.key and (head_mark is None or head_mark.status != "hidden"):
                 merged_into = head
+        judged_text = judged_texts.get(verdict.key)
+        seen = (
+            (room_text(judged_text),) if judged_text is not None and not verdict.offensive else ()
+        )
         mark = IdeaMark(
             key=verdict.key,
             status="hidden" if verdict.offensive else "approved",
             merged_into=merged_into,
             correction=correction,
             source="ai",
+            seen=seen,
         )
         marks[verdict.key] = mark
         out[verdict.key] = mark

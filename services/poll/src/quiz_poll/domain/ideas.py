@@ -21,6 +21,7 @@ accent, and a key that depends on what folding removed is no longer its own key 
 
 from __future__ import annotations
 
+import functools
 import unicodedata
 from typing import Any
 
@@ -47,6 +48,33 @@ def idea_key(raw: str) -> str:
     while start < len(words) - 1 and words[start] in ARTICLES:
         start += 1
     return " ".join(words[start:])
+
+
+# Bidirectional controls: the embeddings, overrides and isolates, and the marks (LRM, RLM, ALM).
+# An override makes a projector draw "olév" for "vélo" (or a slur backwards for a harmless key).
+_BIDI = regex.compile("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+# Three or more combining marks in a row, after NFC, are stacking ("Zalgo"), not writing: a
+# written letter carries at most two once composed (Hindi's vowel sign plus anusvara, Arabic's
+# shadda plus vowel), so a run of three or more is dropped whole.
+_MARK_RUN = regex.compile(r"\p{M}{3,}")
+
+
+@functools.lru_cache(maxsize=8192)  # the same few spellings are read at every frame
+def room_text(raw: str) -> str:
+    """A text as the room is shown it (wall, phones, public frames), whatever the switches.
+
+    Bidirectional controls are removed, the text is composed (NFC), every run of three or more
+    combining marks is removed whole, composed again (a removal may bring two composable
+    characters together) and its spaces collapsed. The key is untouched by this
+    (`idea_key(room_text(t))` may differ from `idea_key(t)` only where a control split a word),
+    and it is idempotent: `room_text(room_text(t)) == room_text(t)`, so a spelling shown on the
+    board reads back as itself.
+    """
+    text = _BIDI.sub("", raw)
+    text = unicodedata.normalize("NFC", text)
+    if not text.isascii():
+        text = unicodedata.normalize("NFC", _MARK_RUN.sub("", text))
+    return " ".join(text.split())
 
 
 def ideas_of(payload: Any) -> list[str]:

@@ -10,6 +10,14 @@ participants who wrote the same idea share it. A cluster is headed by the end of
 - detach clears `mergedInto` of each key that has one;
 - rename names the cluster through its head; a blank label clears it.
 
+What an approval covers (issue 21): a key is one idea, but it has many spellings ("vélo",
+"VELO 🖕"), and under moderation the room reads only the spellings approved (`IdeaMark.seen`,
+as the room reads them, `room_text`). Approving records the spellings the teacher saw — those
+the action names (`spellings`, the board page sends what it showed), else the text the board
+lists for the key now — when somebody holds them; hide and reset clear them. A spelling typed
+after the approval is listed on the board as new (`new_spellings`) and changes nothing the room
+reads until the teacher approves it. Whatever the switch, the room reads `room_text` of a text.
+
 Only one mark per key is written, and every written mark is the teacher's (source "teacher"):
 the model never overwrites it afterwards. Each action returns the marks to upsert and the audit
 record (`poll.ideas`, ADR-071 §6).
@@ -17,11 +25,12 @@ record (`poll.ideas`, ADR-071 §6).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from quiz_contracts.errors import ContractError, ErrorCode
 from quiz_contracts.poll import (
+    SEEN_MAX,
     DetachAction,
     IdeaMark,
     IdeaStatus,
@@ -31,7 +40,7 @@ from quiz_contracts.poll import (
     RenameAction,
     StatusAction,
 )
-from quiz_poll.domain.ideas import idea_key
+from quiz_poll.domain.ideas import idea_key, room_text
 
 AUDIT_ACTION = "poll.ideas"
 
@@ -53,6 +62,63 @@ def status_of(mark: IdeaMark | None) -> IdeaStatus:
 def is_visible(status: IdeaStatus, moderation: bool) -> bool:
     """Moderation on: approved only. Off: everything but hidden. Hidden: never (ADR-071 §4)."""
     return status == "approved" or (status == "pending" and not moderation)
+
+
+def mark_visible(mark: IdeaMark | None, moderation: bool) -> bool:
+    """`is_visible`, and under moderation an approved idea also needs an approved spelling.
+
+    An approval that covered no spelling (the key was approved while nobody held it, or a mark
+    written before spellings were recorded) shows nothing until the teacher approves again.
+    """
+    if moderation and mark is not None and mark.status == "approved":
+        return bool(mark.seen)
+    return is_visible(status_of(mark), moderation)
+
+
+def room_spelling(ranked: Sequence[str], mark: IdeaMark | None, moderation: bool) -> str:
+    """What the room reads of a key's typed text (before any correction).
+
+    `ranked`: the spellings participants hold, most typed first (a tie: the first met). Under
+    moderation, for an approved key: the best ranked spelling that was approved, else the first
+    one approved (nobody holds it any more: the room keeps reading what the teacher saw). Else
+    the best ranked. Always as the room reads it (`room_text`).
+    """
+    if moderation and mark is not None and mark.status == "approved" and mark.seen:
+        approved = set(mark.seen)
+        for raw in ranked:
+            form = room_text(raw)
+            if form in approved:
+                return form
+        return mark.seen[0]
+    return room_text(ranked[0]) if ranked else ""
+
+
+def new_spellings(ranked: Sequence[str], mark: IdeaMark | None) -> tuple[str, ...]:
+    """An approved key's spellings held now and not approved, as the room would read them,
+    in rank order, once each; () for a key that is not approved."""
+    if mark is None or mark.status != "approved":
+        return ()
+    approved = set(mark.seen)
+    out: dict[str, None] = {}
+    for raw in ranked:
+        form = room_text(raw)
+        if form not in approved:
+            out.setdefault(form)
+    return tuple(out)
+
+
+def _approved_spellings(
+    mark: IdeaMark, ranked: Sequence[str], named: Sequence[str] | None
+) -> tuple[str, ...]:
+    """The spellings an approval records: those already approved, then the ones the teacher saw
+    (named by the action, else the board's text) that somebody holds, at most SEEN_MAX."""
+    held = {room_text(raw) for raw in ranked}
+    saw = [room_text(s) for s in named] if named is not None else [room_text(r) for r in ranked[:1]]
+    out = dict.fromkeys(mark.seen if mark.status == "approved" else ())
+    for form in saw:
+        if form in held:
+            out.setdefault(form)
+    return tuple(out)[:SEEN_MAX]
 
 
 def default_settings(anonymous: bool) -> PollSettings:
@@ -114,8 +180,21 @@ def _require_keys(keys: Iterable[str]) -> None:
         )
 
 
-def apply_idea_action(current: Marks, change: PollIdeaAction) -> ActionResult:
-    """The marks a teacher action writes, whole, each the teacher's, with its audit record."""
+Spellings = Callable[[str], Sequence[str]]
+
+
+def _no_spellings(_key: str) -> Sequence[str]:
+    return ()
+
+
+def apply_idea_action(
+    current: Marks, change: PollIdeaAction, spellings: Spellings = _no_spellings
+) -> ActionResult:
+    """The marks a teacher action writes, whole, each the teacher's, with its audit record.
+
+    `spellings(key)`: the key's spellings held now, most typed first (the board's text first),
+    for what an approval covers (see the module docstring).
+    """
     marks = dict(current)
     written: dict[str, IdeaMark] = {}
 
@@ -131,7 +210,11 @@ def apply_idea_action(current: Marks, change: PollIdeaAction) -> ActionResult:
         _require_keys(change.keys)
         status = {"approve": "approved", "hide": "hidden", "reset": None}[change.action]
         for key in change.keys:
-            write(teachers(key).model_copy(update={"status": status}))
+            own = teachers(key)
+            seen: tuple[str, ...] = ()
+            if status == "approved":  # a named spelling counts for each key holding it
+                seen = _approved_spellings(own, spellings(key), change.spellings)
+            write(own.model_copy(update={"status": status, "seen": seen}))
     elif isinstance(change, MergeAction):
         _require_keys([*change.keys, change.into])
         into = cluster_head(change.into, marks)
@@ -156,11 +239,19 @@ def apply_idea_action(current: Marks, change: PollIdeaAction) -> ActionResult:
     out = list(written.values())
     audit = IdeaAudit(
         action=change.action,
-        change=change.model_dump(),
+        change=_audited(change),
         before={key: current.get(key) for key in written},
         after=dict(written),
     )
     return ActionResult(marks=out, audit=audit, keys=list(written))
+
+
+def _audited(change: PollIdeaAction) -> dict[str, object]:
+    """The action as audited: its fields, without an approval's absent `spellings`."""
+    record: dict[str, object] = change.model_dump()
+    if record.get("spellings", ()) is None:
+        del record["spellings"]
+    return record
 
 
 def upsert(current: Marks, marks: Iterable[IdeaMark]) -> dict[str, IdeaMark]:

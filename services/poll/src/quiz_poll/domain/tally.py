@@ -16,7 +16,8 @@ What is kept:
 - per participant, their order (first answer first) and the keys they hold, each with the
   position and text of its first spelling in their answer;
 - per key, its holders sorted by (participant order, position): the first is the key's "first
-  seen"; and its spellings ranked, for its typed text (the most typed, a tie: the smallest);
+  seen"; and its spellings ranked, for its typed text (the most typed, a tie: the first met)
+  and for what the room reads of it (the best ranked approved spelling under moderation);
 - per cluster (head), each holder's number of keys in it and of VISIBLE keys in it, so `total`
   and `count` count each participant once; its members sorted by first seen, its visible keys
   (the bubble's key is the smallest), its visible variants sorted as the board sorts them (the
@@ -34,9 +35,9 @@ from dataclasses import dataclass, field
 from sortedcontainers import SortedList
 
 from quiz_contracts.poll import CLOUD_CAP, IdeaMark
-from quiz_poll.domain.board import Board, Bubble, Cluster, Variant
-from quiz_poll.domain.ideas import ideas_of, keyed_ideas
-from quiz_poll.domain.marks import cluster_head, is_visible, status_of
+from quiz_poll.domain.board import Board, Bubble, Cluster, Variant, bubble_label, variant_of
+from quiz_poll.domain.ideas import ideas_of, keyed_ideas, room_text
+from quiz_poll.domain.marks import cluster_head, mark_visible, room_spelling, status_of
 
 # (participant order, position in their answer, text): a key's holders sort by it.
 Holder = tuple[int, int, str]
@@ -51,9 +52,10 @@ class _Key:
     visible: bool
     pending: bool
     holders: SortedList = field(default_factory=SortedList)
-    # spelling -> holders who typed it, and (-holders, spelling) sorted: the typed text is the
-    # most typed spelling, a tie going to the smallest (board.spelling_of).
-    spellings: dict[str, int] = field(default_factory=dict)
+    # spelling -> its holders' (order, position), and (-holders, first met, spelling) sorted:
+    # the typed text is the most typed spelling, a tie going to the first met
+    # (board.ranked_spellings).
+    by_text: dict[str, SortedList] = field(default_factory=dict)
     ranked: SortedList = field(default_factory=SortedList)
 
     @property
@@ -63,26 +65,35 @@ class _Key:
 
     @property
     def text(self) -> str:
-        return str(self.ranked[0][1])
+        return str(self.ranked[0][2])
+
+    def spellings(self) -> list[str]:
+        """The spellings held, most typed first (a tie: the first met)."""
+        return [entry[2] for entry in self.ranked]
 
     def hold(self, holder: Holder) -> None:
         self.holders.add(holder)
-        self._respell(holder[2], +1)
+        self._respell(holder, +1)
 
     def release(self, holder: Holder) -> None:
         self.holders.remove(holder)
-        self._respell(holder[2], -1)
+        self._respell(holder, -1)
 
-    def _respell(self, text: str, delta: int) -> None:
-        n = self.spellings.get(text, 0)
-        if n:
-            self.ranked.remove((-n, text))
-        n += delta
-        if n:
-            self.spellings[text] = n
-            self.ranked.add((-n, text))
+    def _respell(self, holder: Holder, delta: int) -> None:
+        text = holder[2]
+        places = self.by_text.get(text)
+        if places is None:
+            places = self.by_text[text] = SortedList()
         else:
-            del self.spellings[text]
+            self.ranked.remove((-len(places), places[0], text))
+        if delta > 0:
+            places.add((holder[0], holder[1]))
+        else:
+            places.remove((holder[0], holder[1]))
+        if places:
+            self.ranked.add((-len(places), places[0], text))
+        else:
+            del self.by_text[text]
 
     @property
     def count(self) -> int:
@@ -170,13 +181,11 @@ class BrainstormTally:
             cluster = self._clusters[head]
             first = cluster.visible_variants[0][2]
             mark = self._marks.get(head)
-            label = mark.label if mark is not None and mark.label is not None else None
+            key = cluster.visible_keys[0]
+            label = mark.label if mark is not None else None
+            shown = self._room_shown(first) if label is None else ""
             bubbles.append(
-                Bubble(
-                    key=cluster.visible_keys[0],
-                    label=label if label is not None else self._shown(first),
-                    count=cluster.count,
-                )
+                Bubble(key=key, label=bubble_label(label, shown, key), count=cluster.count)
             )
         return bubbles
 
@@ -256,9 +265,14 @@ class BrainstormTally:
             state = self._keys[key] = _Key(
                 head=key, visible=False, pending=False, holders=SortedList(entries)
             )
-            for entry in entries:
-                state.spellings[entry[2]] = state.spellings.get(entry[2], 0) + 1
-            state.ranked = SortedList((-n, text) for text, n in state.spellings.items())
+            for order, index, text in entries:  # in holder order: the first add is the first met
+                places = state.by_text.get(text)
+                if places is None:
+                    places = state.by_text[text] = SortedList()
+                places.add((order, index))
+            state.ranked = SortedList(
+                (-len(places), places[0], text) for text, places in state.by_text.items()
+            )
         self._rebuild(set(self._keys))
 
     def remove_participant(self, participant: Hashable) -> None:
@@ -307,22 +321,23 @@ class BrainstormTally:
         if mark.merged_into is not None:
             self._children.setdefault(mark.merged_into, set()).add(mark.key)
 
-    def _shown(self, key: str) -> str:
+    def _room_shown(self, key: str) -> str:
+        """What the room reads of a visible key (board.Variant.room_shown), without building
+        its variant: the correction, else the best approved spelling (room_text)."""
         mark = self._marks.get(key)
         if mark is not None and mark.correction is not None:
-            return mark.correction
-        return self._keys[key].text
+            return room_text(mark.correction)
+        return room_spelling(self._keys[key].spellings(), mark, self._moderation)
+
+    def spellings(self, key: str) -> list[str]:
+        """The spellings held of `key`, most typed first (the board's text first); [] if none."""
+        state = self._keys.get(key)
+        return [] if state is None else state.spellings()
 
     def _variant(self, key: str) -> Variant:
-        mark = self._marks.get(key)
         state = self._keys[key]
-        return Variant(
-            key=key,
-            text=state.text,
-            correction=mark.correction if mark is not None else None,
-            ai=mark is not None and mark.source == "ai",
-            count=state.count,
-            status=status_of(mark),
+        return variant_of(
+            key, state.spellings(), state.count, self._marks.get(key), self._moderation
         )
 
     def _unlist(self, cluster: _Cluster) -> None:
@@ -354,7 +369,7 @@ class BrainstormTally:
         status = status_of(mark)
         head = cluster_head(key, self._marks)
         state = _Key(
-            head=head, visible=is_visible(status, self._moderation), pending=status == "pending"
+            head=head, visible=mark_visible(mark, self._moderation), pending=status == "pending"
         )
         self._keys[key] = state
         self._pending += state.pending
@@ -433,7 +448,7 @@ class BrainstormTally:
             status = status_of(mark)
             self._pending += (status == "pending") - state.pending
             state.pending = status == "pending"
-            state.visible = is_visible(status, self._moderation)
+            state.visible = mark_visible(mark, self._moderation)
             state.head = cluster_head(key, self._marks)
             heads.add(state.head)
         members: set[str] = set()

@@ -139,6 +139,7 @@ def board_view(board: Board, moderation: bool, ai: PollAiState) -> PollIdeaBoard
                         ai=v.ai,
                         count=v.count,
                         status=v.status,
+                        new_spellings=list(v.new_spellings),
                     )
                     for v in c.variants
                 ],
