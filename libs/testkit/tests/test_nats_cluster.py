@@ -2,17 +2,37 @@
 
 from __future__ import annotations
 
+import asyncio
+import time
 from collections.abc import Iterator
 
 import nats
 import pytest
 from nats.errors import NoServersError
+from nats.js import JetStreamContext
 from nats.js.api import StreamConfig
 
 from quiz_testkit.nats_cluster import NatsCluster, nats_cluster
 from quiz_testkit.nats_server import nats_connect
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+
+async def publish_until_stored(js: JetStreamContext, k: int) -> None:
+    """Publish message `k` as a caller does across a lost node: the same Nats-Msg-Id again
+    (stored once) until JetStream acknowledges it; fail after 60 s. The connection may have
+    been on the killed node: a request sent while it reconnects can lose its reply."""
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            await js.publish(
+                "kit.r3.a", f"{k}".encode(), timeout=5, headers={"Nats-Msg-Id": f"m{k}"}
+            )
+            return
+        except nats.errors.Error:
+            if time.monotonic() > deadline:
+                raise
+            await asyncio.sleep(0.2)
 
 
 @pytest.fixture(scope="module")
@@ -37,7 +57,7 @@ async def test_a_replicated_stream_survives_its_leader_killed_and_restarted(
     survivor = cluster.stream_leader("KIT_R3", timeout_s=20)
     assert survivor != leader
     for k in range(5, 10):
-        await js.publish("kit.r3.a", f"{k}".encode(), timeout=10)
+        await publish_until_stored(js, k)
 
     cluster.start(leader)
     cluster.wait_healthy()
