@@ -45,7 +45,7 @@ from quiz_contracts.llm import CompleteReply, CompleteRequest
 from quiz_contracts.poll import BrainstormOpen, PollAck
 from quiz_servicekit.natsio import request
 from quiz_testkit.jwt_keys import SigningKeys
-from quiz_testkit.nats_server import NatsServer, free_port
+from quiz_testkit.nats_server import NatsServer, free_port, nats_connect
 from quiz_testkit.processes import ServiceProcess
 
 SCHEMA = {
@@ -269,7 +269,7 @@ async def bench(args: argparse.Namespace) -> None:
     try:
         for proc in services.values():
             started.append(proc.start())
-        nc = await nats.connect(server.url)
+        nc = await nats_connect(server.url)
         load = Load(nc, services["poll"].url, keys)
         try:
             await load.open_poll()

@@ -32,16 +32,15 @@ ROOT = Path(__file__).resolve().parent.parent
 async def open_poll(nats_url: str, body: dict[str, object]) -> dict[str, object]:
     import nats
 
-    from quiz_servicekit.natsio import inbox_prefix_for
+    from quiz_servicekit.natsio import inbox_prefix_for, nats_servers
 
     async def quiet(_: Exception) -> None:
         pass  # the one failure is reported by main
 
     # No reconnect: a refused connection (wrong port, no credentials) fails at once.
-    # NATS_URL may list a cluster's nodes, comma-separated (docs/operations.md).
-    servers = [u.strip() for u in nats_url.split(",") if u.strip()]
     nc = await nats.connect(
-        servers,
+        # NATS_URL may list a cluster's nodes, comma-separated (docs/operations.md).
+        servers=nats_servers(nats_url),
         connect_timeout=3,
         allow_reconnect=False,
         max_reconnect_attempts=0,

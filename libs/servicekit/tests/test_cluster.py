@@ -16,7 +16,6 @@ from collections.abc import AsyncIterator, Awaitable, Iterator
 from contextlib import asynccontextmanager
 
 import httpx
-import nats
 import pytest
 from nats.aio.client import Client as NATS
 from nats.js import JetStreamContext
@@ -37,6 +36,7 @@ from quiz_servicekit.lease import lease_bucket
 from quiz_servicekit.natsio import connect_nats, nats_servers
 from quiz_servicekit.settings import ServiceSettings
 from quiz_testkit.nats_cluster import NatsCluster, nats_cluster
+from quiz_testkit.nats_server import nats_connect
 from quiz_testkit.scripts import eventually
 from quiz_testkit.serving import serve_app
 
@@ -56,9 +56,7 @@ def cluster() -> Iterator[NatsCluster]:
 @pytest.fixture
 async def client(cluster: NatsCluster) -> AsyncIterator[NATS]:
     """The test's own connection (ops), to any node of the list, reconnecting to the others."""
-    nc = await nats.connect(
-        servers=cluster.urls, max_reconnect_attempts=-1, reconnect_time_wait=0.2
-    )
+    nc = await nats_connect(cluster.url, max_reconnect_attempts=-1, reconnect_time_wait=0.2)
     yield nc
     await nc.close()
 

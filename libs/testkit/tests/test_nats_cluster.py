@@ -2,16 +2,37 @@
 
 from __future__ import annotations
 
+import asyncio
+import time
 from collections.abc import Iterator
 
 import nats
 import pytest
 from nats.errors import NoServersError
+from nats.js import JetStreamContext
 from nats.js.api import StreamConfig
 
 from quiz_testkit.nats_cluster import NatsCluster, nats_cluster
+from quiz_testkit.nats_server import nats_connect
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+
+async def publish_until_stored(js: JetStreamContext, k: int) -> None:
+    """Publish message `k` as a caller does across a lost node: the same Nats-Msg-Id again
+    (stored once) until JetStream acknowledges it; fail after 60 s. The connection may have
+    been on the killed node: a request sent while it reconnects can lose its reply."""
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            await js.publish(
+                "kit.r3.a", f"{k}".encode(), timeout=5, headers={"Nats-Msg-Id": f"m{k}"}
+            )
+            return
+        except nats.errors.Error:
+            if time.monotonic() > deadline:
+                raise
+            await asyncio.sleep(0.2)
 
 
 @pytest.fixture(scope="module")
@@ -23,7 +44,7 @@ def cluster() -> Iterator[NatsCluster]:
 async def test_a_replicated_stream_survives_its_leader_killed_and_restarted(
     cluster: NatsCluster,
 ) -> None:
-    nc = await nats.connect(servers=cluster.urls, max_reconnect_attempts=-1)
+    nc = await nats_connect(cluster.url, max_reconnect_attempts=-1)
     js = nc.jetstream()
     await js.add_stream(StreamConfig(name="KIT_R3", subjects=["kit.r3.>"], num_replicas=3))
     for k in range(5):
@@ -36,7 +57,7 @@ async def test_a_replicated_stream_survives_its_leader_killed_and_restarted(
     survivor = cluster.stream_leader("KIT_R3", timeout_s=20)
     assert survivor != leader
     for k in range(5, 10):
-        await js.publish("kit.r3.a", f"{k}".encode(), timeout=10)
+        await publish_until_stored(js, k)
 
     cluster.start(leader)
     cluster.wait_healthy()
@@ -54,7 +75,7 @@ async def test_a_replicated_stream_survives_its_leader_killed_and_restarted(
 async def test_a_restarted_node_comes_back_on_its_port_with_its_store(
     cluster: NatsCluster,
 ) -> None:
-    nc = await nats.connect(servers=cluster.urls, max_reconnect_attempts=-1)
+    nc = await nats_connect(cluster.url, max_reconnect_attempts=-1)
     js = nc.jetstream()
     await js.add_stream(StreamConfig(name="KIT_R1", subjects=["kit.r1.>"], num_replicas=1))
     await js.publish("kit.r1.a", b"kept")
@@ -65,7 +86,7 @@ async def test_a_restarted_node_comes_back_on_its_port_with_its_store(
     cluster.wait_healthy()
     # Only the restarted node holds this one-replica stream: the message is still there, so
     # the node came back with its own store, and answers on its old client port.
-    only = await nats.connect(servers=[cluster.urls[holder]], allow_reconnect=False)
+    only = await nats_connect(cluster.urls[holder], allow_reconnect=False)
     msg = await only.jetstream().get_last_msg("KIT_R1", "kit.r1.a")
     assert msg.data == b"kept"
     await only.close()
@@ -77,7 +98,7 @@ async def test_the_cluster_runs_the_locked_bus(cluster: NatsCluster) -> None:
     with pytest.raises((NoServersError, nats.errors.Error, OSError)):
         await nats.connect(servers=cluster.plain_urls, allow_reconnect=False, connect_timeout=2)
     # A service user connects with its own password on any node.
-    review = await nats.connect(servers=cluster.urls_for("review")[::-1])
+    review = await nats_connect(",".join(cluster.urls_for("review")[::-1]))
     assert review.is_connected
     await review.close()
 
@@ -87,7 +108,7 @@ async def test_a_client_given_the_list_connects_while_the_first_node_is_down(
 ) -> None:
     cluster.stop(0)
     try:
-        nc = await nats.connect(servers=cluster.urls, dont_randomize=True, connect_timeout=2)
+        nc = await nats_connect(cluster.url, dont_randomize=True, connect_timeout=2)
         assert nc.connected_url is not None
         assert nc.connected_url.port != cluster.nodes[0].port
         await nc.close()

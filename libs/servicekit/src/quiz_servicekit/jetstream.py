@@ -801,7 +801,7 @@ class JetStreamKit:
         declared: list[StreamSpec | api.StreamConfig] = list(self.streams)
         if self.consumers:
             declared += [dead_letter_stream_config(replicas), advisory_stream_config(replicas)]
-        if declared and self._stream_metrics is None:
+        if (declared or self.watched) and self._stream_metrics is None:
             self._stream_metrics = StreamMetrics(self._service_metrics)
             for name, count in self.watched.items():
                 self._stream_metrics.configured.labels(name).set(count)

@@ -1,7 +1,7 @@
 """A real n-node nats-server cluster with JetStream on free 127.0.0.1 ports (tests, benches).
 
     with nats_cluster(3) as cluster:
-        nc = await nats.connect(servers=cluster.urls)
+        nc = await nats_connect(cluster.url)  # quiz_testkit.nats_server: the ops user's inbox
         leader = cluster.stream_leader("REVIEW_REQUESTS")
         cluster.kill(leader)          # SIGKILL: the node is lost mid-write
         cluster.start(leader)         # back on the same ports and store

@@ -17,7 +17,7 @@ from nats.aio.client import Client as NATS
 
 from quiz_contracts.bus import PASSWORD_PATTERN, USER_NAMES, nats_accounts_config, new_password
 from quiz_contracts.subjects import NATS_MAX_PAYLOAD
-from quiz_servicekit.natsio import inbox_prefix_for
+from quiz_servicekit.natsio import inbox_prefix_for, nats_servers
 
 
 def nats_config(max_payload: int = NATS_MAX_PAYLOAD) -> str:
@@ -64,9 +64,10 @@ def with_credentials(url: str, user: str, password: str) -> str:
 async def nats_connect(url: str, **options: Any) -> NATS:
     """`nats.connect(url, **options)` with the reply prefix of the user in `url`'s credentials
     (`_INBOX_<user>`): on the locked bus a client reads its replies, JetStream acks and
-    deliveries there only. `options` may name another `inbox_prefix`."""
+    deliveries there only. `options` may name another `inbox_prefix`. `url` may list several
+    servers, comma-separated (a `NatsCluster.url`)."""
     options.setdefault("inbox_prefix", inbox_prefix_for(url))
-    return await nats.connect(url, **options)
+    return await nats.connect(servers=nats_servers(url), **options)
 
 
 # Ports handed to servers we start are drawn below Linux's ephemeral range (32768–60999 by
