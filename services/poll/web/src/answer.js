@@ -92,6 +92,8 @@ async function loadSettings() {
       delete question.dataset.t;
       question.textContent = s.prompt;
     }
+    // Moderation just switched: which ideas wait changed with it.
+    if (moderated !== !!s.moderation && ideas.length) rereadSoon();
     moderated = !!s.moderation;
     aiNotice.hidden = !s.ai;
     if (typeof s.maxIdeas === "number") maxIdeas = s.maxIdeas;
@@ -109,7 +111,8 @@ async function loadAnswer() {
 }
 
 // Each frame of the phones follows a change of the poll (a teacher's approval among them):
-// the waiting marks are read again, at most every 0.5 s.
+// while an idea of this phone waits, the answer is read again, at most once every 2 s (a
+// room of phones rereads only while they have something waiting, and not at every frame).
 let rereading = null;
 function rereadSoon() {
   if (rereading) return;
@@ -121,7 +124,7 @@ function rereadSoon() {
     } catch {
       // the next frame tries again; the list shown stays what the service last answered
     }
-  }, 500);
+  }, 2000);
 }
 
 (async () => {
@@ -138,7 +141,7 @@ function rereadSoon() {
     "/stream?audience=phone",
     (type, frame) => {
       if (type !== "poll.tally") return;
-      if (moderated || waiting.size) rereadSoon();
+      if (waiting.size) rereadSoon();
       const items = frame.sharedList || [];
       sharedSection.hidden = !items.length;
       shared.replaceChildren(...items.map((i) => h("li", {}, i.label)));
