@@ -174,6 +174,17 @@ class PollTally(CamelModel):
     pending: int = Field(ge=0)
 
 
+class PollMyAnswer(BrainstormAnswer):
+    """`GET`/`POST …/poll/answer`: the answer as stored, and which of its ideas wait.
+
+    This service's addition (issue 22): `waiting` lists the ideas of `ideas` that wait for the
+    teacher's approval (moderation on, neither approved nor hidden), so the participant page
+    says "waiting for approval" under them; empty with moderation off.
+    """
+
+    waiting: list[str] = Field(default_factory=list, max_length=MAX_IDEAS_LIMIT)
+
+
 class PollSharedIdea(CamelModel):
     """One line of the phones' shared list of visible ideas (ADR-071 §7, §11): no count."""
 

@@ -30,6 +30,7 @@ from quiz_contracts.poll import (
     BrainstormAnswer,
     PollIdeaAction,
     PollIdeaBoard,
+    PollMyAnswer,
     PollPageSettings,
     PollParticipant,
     PollRevealBody,
@@ -108,7 +109,7 @@ def poll_router(poll_service: ServiceRef[PollService]) -> APIRouter:
 
     @router.post(
         "/answer",
-        response_model=BrainstormAnswer,
+        response_model=PollMyAnswer,
         max_body_size=ANSWER_MAX_BYTES,
         responses={
             **_COMMON,
@@ -121,20 +122,22 @@ def poll_router(poll_service: ServiceRef[PollService]) -> APIRouter:
         body: BrainstormAnswer,
         access: Access = Depends(anyone),
         service: PollService = Depends(the_service),
-    ) -> BrainstormAnswer:
-        """The participant's whole answer (`{ideas}`), sent on every Add and Remove (§8)."""
+    ) -> PollMyAnswer:
+        """The participant's whole answer (`{ideas}`), sent on every Add and Remove (§8); the
+        answer is the stored one, with the ideas waiting for approval (`PollMyAnswer`)."""
         ideas = await service.answer(evaluationId, participant_of(access), body)
-        return BrainstormAnswer(ideas=ideas)
+        return PollMyAnswer(ideas=ideas, waiting=await service.waiting(evaluationId, ideas))
 
-    @router.get("/answer", response_model=BrainstormAnswer, responses=_COMMON)
+    @router.get("/answer", response_model=PollMyAnswer, responses=_COMMON)
     async def get_answer(
         evaluationId: str,
         access: Access = Depends(anyone),
         service: PollService = Depends(the_service),
-    ) -> BrainstormAnswer:
-        """My current answer, as I typed it."""
+    ) -> PollMyAnswer:
+        """My current answer, as I typed it, with its ideas waiting for approval."""
         ideas = await service.my_answer(evaluationId, participant_of(access).attempt_id)
-        return BrainstormAnswer.model_construct(ideas=ideas)
+        waiting = await service.waiting(evaluationId, ideas)
+        return PollMyAnswer.model_construct(ideas=ideas, waiting=waiting)
 
     @router.get("/settings", response_model=PollPageSettings, responses=_COMMON)
     async def get_settings(

@@ -71,7 +71,7 @@ from quiz_poll.domain.ai_run import ERROR_COOLDOWN, RUN_CAP, board_error
 from quiz_poll.domain.board import Bubble
 from quiz_poll.domain.freeze import FREEZE_AFTER
 from quiz_poll.domain.ideas import check_answer
-from quiz_poll.domain.marks import apply_idea_action, default_settings
+from quiz_poll.domain.marks import apply_idea_action, default_settings, waiting_ideas
 from quiz_poll.domain.masking import name_mask, people_to_mask
 from quiz_poll.domain.tally import BrainstormTally, tally_from_answers
 from quiz_poll.domain.views import (
@@ -511,6 +511,11 @@ class PollService:
     async def my_answer(self, evaluation_id: str, attempt_id: str) -> list[str]:
         await self.live(evaluation_id)
         return await self.repo.answer(evaluation_id, attempt_id)
+
+    async def waiting(self, evaluation_id: str, ideas: list[str]) -> list[str]:
+        """Those of `ideas` that wait for the teacher's approval (`waiting_ideas`)."""
+        live = await self.live(evaluation_id)
+        return waiting_ideas(ideas, live.tally.marks, live.row.moderation)
 
     # --- reading -------------------------------------------------------------------------------
 

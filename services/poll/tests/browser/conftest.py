@@ -67,7 +67,13 @@ class PollSite:
     stream_ids: list[str] = field(default_factory=list)
 
     async def open(
-        self, evaluation: str, *, anonymous: bool = True, votes: bool = True, max_ideas: int = 5
+        self,
+        evaluation: str,
+        *,
+        anonymous: bool = True,
+        votes: bool = True,
+        max_ideas: int = 5,
+        prompt: str = PROMPT,
     ) -> None:
         """`poll.v1.open` as the platform sends it; then "Show votes" on, as a teacher would."""
         audience: dict[str, Any] = (
@@ -78,7 +84,7 @@ class PollSite:
                 "evaluationId": evaluation,
                 "teacherId": "teacher-1",
                 "audience": audience,
-                "question": {"prompt": PROMPT, "maxIdeas": max_ideas},
+                "question": {"prompt": prompt, "maxIdeas": max_ideas},
                 "openedAt": datetime.now(UTC),
             }
         )
@@ -99,8 +105,10 @@ class PollSite:
         grant = {"role": "viewer", "attempt": f"attempt-{n}", "guest": True}
         return self.keys.mint(f"guest-{n}", {f"evaluation:{evaluation}": grant})
 
-    def page_url(self, evaluation: str, page: str, token: str, lang: str = "en") -> str:
-        return f"{self.url}/poll/{evaluation}/{page}?lang={lang}#token={token}"
+    def page_url(self, evaluation: str, page: str, token: str, lang: str | None = "en") -> str:
+        """A page's URL; `lang=None` asks for no language (the page takes the poll's)."""
+        query = f"?lang={lang}" if lang else ""
+        return f"{self.url}/poll/{evaluation}/{page}{query}#token={token}"
 
     def api(self, evaluation: str) -> str:
         return f"{self.url}/app/api/evaluations/{evaluation}/poll"

@@ -100,10 +100,11 @@ async def test_the_board_shows_the_models_decisions_live(
     assert await board.locator('li.variant[data-key="eau"] .correction').count() == 0
     hidden = board.locator('li.variant[data-key="lucas est idiot"]')
     assert await hidden.locator(".status").inner_text() == "hidden"
-    assert await hidden.locator(".source").inner_text() == "AI"
+    assert await hidden.locator(".source").inner_text() == "decided by the AI"
     before = board.locator('li.variant[data-key="avant l ia"]')
-    assert await before.locator(".source").inner_text() == "teacher"
-    assert await before.locator(".status").inner_text() == "pending"
+    # Kept for the teacher, unmarked: no tag (issue 22: "teacher" read as "I wrote this").
+    assert await before.locator(".source").text_content() == ""
+    assert await before.locator(".status").inner_text() == "not decided"
     await board.screenshot(path=output / "board-ai.png", full_page=True)
 
     # The wall reads the corrections, never the hidden idea, and not the idea kept back.

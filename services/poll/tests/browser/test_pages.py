@@ -88,6 +88,24 @@ async def wall_bubbles(page: Any) -> dict[str, tuple[str, int]]:
     return {k: (label, count) for k, label, count in items}
 
 
+async def tally(http: httpx.AsyncClient, site: PollSite, ev: str) -> Any:
+    r = await http.get(
+        f"{site.api(ev)}/tally",
+        params={"audience": "wall"},
+        headers={"Authorization": f"Bearer {site.staff(ev)}"},
+    )
+    r.raise_for_status()
+    return r.json()["tally"]
+
+
+async def projected_controls(wall: Any) -> list[str]:
+    """The names of the wall's controls (what a click in front of the room can change)."""
+    return await wall.evaluate(
+        """() => [...document.querySelectorAll('input, button, select')].map(
+             (el) => (el.labels && el.labels.length ? el.labels[0] : el).textContent.trim())"""
+    )
+
+
 async def tally_bubbles(http: httpx.AsyncClient, site: PollSite, ev: str) -> dict[str, Any]:
     r = await http.get(
         f"{site.api(ev)}/tally",
@@ -219,9 +237,11 @@ async def test_wall_follows_twenty_participants_and_never_shows_hidden_or_unmode
     }
     assert not late, f"bubbles later than 1 s after their answer (s): {late}"
     assert set(await wall_bubbles(wall)) == set(first_seen_answer)
-    await wall.wait_for_selector("#cloud[data-packed]", timeout=15000)  # the packing at rest
+    # The packing at rest: ~200 ticks, slow on a loaded CI machine (a wait, not a timing).
+    await wall.wait_for_selector("#cloud[data-packed]", timeout=60000)
     assert await overlaps(wall) == []
     assert await labels_fit(wall) == []
+    assert await type_by_count(wall) == []
     # Size by count: a bubble's area grows with its count (radius ∝ √count, with a floor).
     sizes = await wall.eval_on_selector_all(
         ".bubble", "els => els.map(e => [Number(e.dataset.count), e.offsetWidth])"
@@ -241,18 +261,29 @@ async def test_wall_follows_twenty_participants_and_never_shows_hidden_or_unmode
     await wall.get_by_label("Show votes").check()
     await same_as_tally(wall, http, site, ev)
 
-    # Moderation on (from the wall's switch): only approved ideas stay. The teacher approved
-    # what is on the wall first; a new idea then waits, off the wall, counted as pending.
+    # Moderation on (from the board: the wall has no switch for it, issue 22): only approved
+    # ideas stay. The teacher approved what is on the wall first; a new idea then waits, off
+    # the wall, and the room is not told how many wait.
     await act(http, site, ev, {"action": "approve", "keys": sorted(first_seen_answer)})
-    await wall.get_by_label("Moderation").check()
+    r = await http.post(
+        f"{site.api(ev)}/reveal",
+        json={"moderation": True},
+        headers={"Authorization": f"Bearer {site.staff(ev)}"},
+    )
+    r.raise_for_status()
     unmoderated = "Zorglub mange des étoiles"
     forbidden += [unmoderated.lower(), idea_key(unmoderated)]
     await wall.evaluate("f => { window.__forbidden = f; }", forbidden)
     await answer(http, site, ev, 21, [unmoderated])
-    await wall.wait_for_function(
-        "() => document.getElementById('pending').textContent.startsWith('1 ')"
-    )
+    for _ in range(40):
+        if (await tally(http, site, ev))["pending"] == 1:
+            break
+        await asyncio.sleep(0.05)
+    assert (await tally(http, site, ev))["pending"] == 1
     await same_as_tally(wall, http, site, ev)
+    assert await projected_controls(wall) == ["Show votes", "Moderate"]
+    shown = (await wall.inner_text("body")).lower()
+    assert "moderation" not in shown and "awaiting" not in shown and "waiting" not in shown
     await asyncio.sleep(0.5)  # frames drawn after the pending idea arrived are checked too
     assert await wall.evaluate("window.__violations") == []
     # Approved now: it is allowed on the wall, within 1 s (no longer watched for).
@@ -297,6 +328,14 @@ async def test_board_merge_rename_hide_detach_show_on_the_wall(
     )
     await wall.evaluate("f => { window.__forbidden = f; }", ["chlorophylle"])
     before = await wall_bubbles(wall)
+    # Who decided is tagged only where someone did: the hidden idea is the teacher's decision;
+    # an idea nobody marked carries no tag (a "teacher" tag read as "the teacher wrote this").
+    await board.wait_for_function(
+        "() => document.querySelector('li.variant[data-key=\"chlorophylle\"] .source')"
+        ".textContent === 'your decision'"
+    )
+    assert await board.locator('li.variant[data-key="eau"] .source').text_content() == ""
+    assert "teacher" not in (await board.inner_text("body")).lower()
 
     # A drag of a variant onto a cluster merges: two bubbles become one on the wall.
     await board.locator('li.variant[data-key="il respire"]').drag_to(
@@ -322,6 +361,10 @@ async def test_board_merge_rename_hide_detach_show_on_the_wall(
     )
     await same_as_tally(wall, http, site, ev)
     assert len(await wall_bubbles(wall)) == len(before) - 2
+    # The merge used the selection up: nothing is left checked for the next action.
+    await board.wait_for_function("() => !document.querySelector('#clusters input:checked')")
+    assert await board.inner_text("#selected-count") == "0 ideas selected"
+    assert await board.locator("#sel-approve").is_disabled()
 
     # Rename by keyboard: the wall's label changes.
     await board.locator('button[data-focus="rename:respiration"]').focus()
@@ -406,7 +449,7 @@ async def test_participant_page_sends_each_add_and_remove(
     await page.wait_for_function("() => document.querySelectorAll('#mine li .text').length === 1")
     assert len(posts) == 3, posts
     r = await http.get(f"{site.api(ev)}/answer", headers={"Authorization": f"Bearer {token}"})
-    assert r.json() == {"ideas": ["l'eau"]}
+    assert r.json() == {"ideas": ["l'eau"], "waiting": ["l'eau"]}  # moderation on, anonymous
     # The AI notice is shown only while the switch is on (it is off here).
     assert await page.locator("#ai-notice").is_hidden()
     # Usable on a phone: nothing wider than the screen.
@@ -428,7 +471,8 @@ async def test_wall_with_two_hundred_ideas(
         viewport={"width": 1920, "height": 1080},
     )
     await same_as_tally(wall, http, site, ev)
-    await wall.wait_for_selector("#cloud[data-packed]", timeout=15000)  # the packing at rest
+    # The packing at rest: ~200 ticks, slow on a loaded CI machine (a wait, not a timing).
+    await wall.wait_for_selector("#cloud[data-packed]", timeout=60000)
     assert await overlaps(wall) == []
     await wall.screenshot(path=output / "wall-200.png")
     assert await wall.evaluate(
@@ -436,6 +480,7 @@ async def test_wall_with_two_hundred_ideas(
         " && document.documentElement.scrollWidth <= innerWidth"
     )
     assert await labels_fit(wall) == []
+    assert await type_by_count(wall) == []
 
 
 async def overlaps(wall: Any) -> list[tuple[str, str]]:
@@ -460,40 +505,37 @@ async def overlaps(wall: Any) -> list[tuple[str, str]]:
 
 
 async def labels_fit(wall: Any) -> list[str]:
-    """The keys of bubbles whose label overflows its box or breaks a word across lines."""
+    """The keys of bubbles whose label's box leaves the circle, or takes more than its 3 lines.
+
+    A label too long for its lines ends in "…" (line clamp): the type follows the count, never
+    the label (`type_by_count`), so a long label is cut rather than shrunk."""
     return await wall.evaluate(
         """() => [...document.querySelectorAll('.bubble')].filter(b => {
              const l = b.querySelector('.label');
-             const words = l.textContent.split(/\\s+/).filter(Boolean).length;
-             const range = document.createRange();
-             range.selectNodeContents(l);
-             const lines = new Set([...range.getClientRects()].map(x => Math.round(x.top)));
-             return l.scrollWidth > l.clientWidth + 1 || l.scrollHeight > l.clientHeight + 1
-               || lines.size > words;
+             const c = b.getBoundingClientRect();
+             const r = c.width / 2, cx = c.left + r, cy = c.top + r;
+             const box = l.getBoundingClientRect();
+             const corners = [[box.left, box.top], [box.right, box.top],
+                              [box.left, box.bottom], [box.right, box.bottom]];
+             const out = corners.some(([x, y]) => Math.hypot(x - cx, y - cy) > r + 1);
+             const lines = Math.round(box.height / parseFloat(getComputedStyle(l).lineHeight));
+             return out || lines > 3 || l.scrollWidth > l.clientWidth + 1;
            }).map(b => b.dataset.key)"""
     )
 
 
-async def test_wall_says_reconnecting_and_catches_up_with_last_event_id(
-    site: PollSite, browser: Any, http: httpx.AsyncClient
-) -> None:
-    ev = "ev-reconnect"
-    await site.open(ev, anonymous=False)
-    await answer(http, site, ev, 1, ["respiration"])
-    wall = await open_page(browser, site.page_url(ev, "wall", site.staff(ev)))
-    streams: list[dict[str, str]] = []
-    wall.on("request", lambda r: streams.append(r.headers) if "/poll/stream" in r.url else None)
-    await wall.wait_for_selector('.bubble[data-key="respiration"]')
-    await site.stop()  # a deploy or a crash: the stream is cut, the service is away
-    await wall.wait_for_function("() => document.body.dataset.live === 'reconnecting'")
-    assert await wall.inner_text("#live") == "reconnecting…"
-    assert await wall.locator('.bubble[data-key="respiration"]').count() == 1  # kept meanwhile
-    await site.start()
-    await answer(http, site, ev, 2, ["photosynthèse"])
-    await wall.wait_for_selector('.bubble[data-key="photosynthese"]', timeout=15000)
-    await wall.wait_for_function("() => document.body.dataset.live === 'live'")
-    assert await wall.inner_text("#live") == ""
-    resumed = [h for h in streams if "last-event-id" in h]
-    assert resumed and int(resumed[-1]["last-event-id"]) >= 1
-    assert all("token" not in h.get("referer", "") for h in streams)
-    await same_as_tally(wall, http, site, ev)
+async def type_by_count(wall: Any) -> list[tuple[int, float, int, float]]:
+    """Pairs of bubbles whose label type does not follow their counts: (count, px, count, px)
+    where a bubble's type is larger than that of a bubble of a larger or equal count (issue 22:
+    a bubble of 1 never looks bigger than its neighbour of 1 because of a shorter label)."""
+    sizes = await wall.eval_on_selector_all(
+        ".bubble",
+        "els => els.map(e => [Number(e.dataset.count),"
+        " parseFloat(getComputedStyle(e.querySelector('.label')).fontSize)])",
+    )
+    return [
+        (c1, px1, c2, px2)
+        for c1, px1 in sizes
+        for c2, px2 in sizes
+        if c1 <= c2 and px1 > px2 + 0.05
+    ]

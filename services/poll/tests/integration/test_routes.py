@@ -24,12 +24,13 @@ async def test_open_answer_board_and_cloud(room: Room) -> None:
     assert ack.settings.moderation is True and ack.settings.ai is False  # anonymous: ON
     r = await room.answer("a1", ["Respirer", "l'eau"])
     assert r.status_code == 200, r.text
-    assert r.json() == {"ideas": ["Respirer", "l'eau"]}
+    # Moderation on: both ideas wait for the teacher (the page says so under each, issue 22).
+    assert r.json() == {"ideas": ["Respirer", "l'eau"], "waiting": ["Respirer", "l'eau"]}
     await room.answer("a2", ["respirer !", "Bouger"])
     mine = await room.http.get(
         f"{room.base}/answer", headers={"authorization": f"Bearer {room.guest_token('a1')}"}
     )
-    assert mine.json() == {"ideas": ["Respirer", "l'eau"]}
+    assert mine.json() == {"ideas": ["Respirer", "l'eau"], "waiting": ["Respirer", "l'eau"]}
     board = await room.board()
     assert board["pending"] == 3 and board["answered"] == 2
     assert board["clusters"][0]["key"] == "respirer"
@@ -44,6 +45,10 @@ async def test_open_answer_board_and_cloud(room: Room) -> None:
     assert wall["tally"]["pending"] == 2
     phone = await room.tally("phone")
     assert phone["tally"]["pending"] == 0
+    mine = await room.http.get(
+        f"{room.base}/answer", headers={"authorization": f"Bearer {room.guest_token('a1')}"}
+    )
+    assert mine.json()["waiting"] == ["l'eau"]  # "Respirer" approved: on the wall
     assert "eau" not in json.dumps(phone) and "Bouger" not in json.dumps(wall)
     # The board's own stream (staff): a PollIdeaBoard snapshot at once.
     headers = {"authorization": f"Bearer {room.staff_token()}"}

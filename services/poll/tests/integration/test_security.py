@@ -26,7 +26,7 @@ async def test_an_idea_is_counted_in_utf16_units(room: Room) -> None:
     r = await room.answer("a1", ["🙂" * 31])
     assert r.status_code == 400 and r.json()["code"] == "invalid_request", r.text
     r = await room.answer("a1", ["🙂" * 30])
-    assert r.status_code == 200 and r.json() == {"ideas": ["🙂" * 30]}, r.text
+    assert r.status_code == 200 and r.json()["ideas"] == ["🙂" * 30], r.text
 
 
 async def test_open_refuses_a_time_without_its_zone(room: Room) -> None:

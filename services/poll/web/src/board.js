@@ -2,7 +2,7 @@
 // Every action is a POST …/poll/ideas whose answer is the new board; other changes (answers,
 // the model's verdicts, another teacher) arrive live. Every action has a keyboard path:
 // buttons, checkboxes and the "Merge into" select; dragging is a shortcut, never the only way.
-import { api, follow, h, reason, t, translatePage } from "./common.js";
+import { api, follow, h, reason, t, tn, translatePage } from "./common.js";
 
 translatePage();
 const list = document.getElementById("clusters");
@@ -37,7 +37,11 @@ function fail(e) {
 async function act(body, what) {
   problem.textContent = "";
   try {
-    show(await api("/ideas", { method: "POST", body }));
+    const next = await api("/ideas", { method: "POST", body });
+    // A merge answers its selection: what was picked is now one group, and a selection left
+    // checked would carry into the next action.
+    if (body.action === "merge") selected.clear();
+    show(next);
     say(t("board.done", { what }));
   } catch (e) {
     fail(e);
@@ -89,7 +93,8 @@ function variantRow(cluster, v) {
     { class: "actions", role: "group", "aria-label": t("board.actionsFor", { text: shown }) },
     button("approve", () => approval(keysOr(v.key))),
     button("hide", () => ({ action: "hide", keys: keysOr(v.key) })),
-    button("reset", () => ({ action: "reset", keys: keysOr(v.key) })),
+    // "Undo decision" where there is one to undo (an undecided idea has none).
+    v.status !== "pending" ? button("reset", () => ({ action: "reset", keys: keysOr(v.key) })) : null,
     cluster.variants.length > 1 || v.key !== cluster.key
       ? button("detach", () => ({ action: "detach", keys: keysOr(v.key) }))
       : null,
@@ -109,9 +114,15 @@ function variantRow(cluster, v) {
       // Spellings typed after the approval: the room does not read them until "Approve" again.
       fresh.length ? h("span", { class: "new-spellings" }, t("board.newSpellings", { list: fresh.join(" · ") })) : null,
     ),
-    h("span", { class: `source ${v.ai ? "ai" : "teacher"}` }, t(v.ai ? "board.source.ai" : "board.source.teacher")),
     h("span", { class: `status ${v.status}` }, t(`board.status.${v.status}`)),
-    h("span", { class: "count" }, v.count === 1 ? t("board.person") : t("board.people", { n: v.count })),
+    // Who decided, only where someone did: the model (source ai) or this teacher. An idea
+    // nobody marked carries no tag (a "teacher" tag there read as "I wrote this").
+    v.ai
+      ? h("span", { class: "source ai" }, t("board.source.ai"))
+      : v.status !== "pending"
+        ? h("span", { class: "source teacher" }, t("board.source.teacher"))
+        : h("span", { class: "source none" }),
+    h("span", { class: "count" }, tn("board.people", v.count)),
     actions,
   );
   row.addEventListener("dragstart", (e) => {
@@ -185,7 +196,7 @@ function clusterSection(cluster) {
       "div",
       { class: "head" },
       heading,
-      h("span", { class: "count" }, t("board.count", { count: cluster.count, total: cluster.total })),
+      h("span", { class: "count" }, tn("board.count", cluster.total, { count: cluster.count })),
       editing === cluster.key
         ? renameForm(cluster)
         : h(
@@ -223,7 +234,7 @@ function clusterSection(cluster) {
 
 function showSelection() {
   for (const k of [...selected]) if (!board || !board.clusters.some((c) => c.variants.some((v) => v.key === k))) selected.delete(k);
-  selectedCount.textContent = t("board.selected", { n: selected.size });
+  selectedCount.textContent = tn("board.selected", selected.size);
   for (const b of selectionBar.querySelectorAll("button, select")) b.disabled = selected.size === 0;
 }
 
@@ -245,7 +256,9 @@ function show(next) {
 function render(next) {
   board = next;
   const focused = document.activeElement && document.activeElement.dataset ? document.activeElement.dataset.focus : null;
-  counts.textContent = `${t("board.answered", { n: next.answered })} · ${t("board.pending", { n: next.pending })}`;
+  counts.textContent = next.moderation
+    ? `${tn("board.answered", next.answered)} · ${tn("board.pending", next.pending)}`
+    : tn("board.answered", next.answered);
   moderationSwitch.checked = next.moderation;
   showAi(next.ai);
   list.replaceChildren(...next.clusters.map(clusterSection));
@@ -300,8 +313,13 @@ for (const name of ["approve", "hide", "reset", "detach"]) {
 document.getElementById("sel-merge").addEventListener("click", () => {
   const into = mergeTarget.value;
   const keys = [...selected].filter((k) => k !== into);
-  if (into && keys.length) act({ action: "merge", keys, into }, t("board.mergeGo")).then(() => selected.clear());
+  if (into && keys.length) act({ action: "merge", keys, into }, t("board.mergeGo"));
 });
+// The selection bar sticks to the top of the window: whatever is scrolled or focused into view
+// stops below it, never under it (its height changes as it wraps).
+new ResizeObserver(() => {
+  document.documentElement.style.scrollPaddingTop = `${selectionBar.offsetHeight + 8}px`;
+}).observe(selectionBar);
 document.getElementById("sel-clear").addEventListener("click", () => {
   selected.clear();
   show(board);

@@ -158,10 +158,14 @@ export function follow(path, onEvent, onState) {
   };
 }
 
-/** The page's language: `?lang=fr|en`, else the browser's first French or English choice. */
-export function language() {
+/** The language asked in the URL (`?lang=fr|en`), or null. */
+function askedLanguage() {
   const asked = new URLSearchParams(location.search).get("lang");
-  if (asked && STRINGS[asked]) return asked;
+  return asked && STRINGS[asked] ? asked : null;
+}
+
+/** The browser's first French or English choice, else English. */
+function browserLanguage() {
   for (const l of navigator.languages || [navigator.language || "en"]) {
     const short = l.slice(0, 2).toLowerCase();
     if (STRINGS[short]) return short;
@@ -169,12 +173,59 @@ export function language() {
   return "en";
 }
 
-const LANG = language();
+// Short words only one of the two languages uses often: a question's own words tell its language.
+const FRENCH = new Set(
+  "le la les un une des du de au aux et est sont qui que quoi quel quelle quels quelles pour par sur dans avec vous nous ce cette ces votre vos ne pas plus comment pourquoi où ou quand se sa son ses il elle ils elles on y en à".split(" "),
+);
+const ENGLISH = new Set(
+  "the a an of and is are was were what which who whom why how when where to in on for with you your we our this that these those it its do does can not be by from".split(" "),
+);
+
+/** The language a question is written in: "fr", "en", or null when its words do not say.
+ * French also shows in its letters (é, è, ç…) and its elisions (qu', l', d'). */
+export function questionLanguage(text) {
+  const lower = (text || "").toLowerCase();
+  let fr = (lower.match(/[éèêàâçùûîôœ]/g) || []).length + (lower.match(/\b(qu|l|d|n|s|c|j)['’]/g) || []).length;
+  let en = 0;
+  for (const w of lower.split(/[^a-zà-ÿœ]+/).filter(Boolean)) {
+    if (FRENCH.has(w)) fr += 1;
+    if (ENGLISH.has(w)) en += 1;
+  }
+  if (fr > en) return "fr";
+  if (en > fr) return "en";
+  return null;
+}
+
+let LANG = askedLanguage() || browserLanguage();
+
+/** The page's language: `?lang=fr|en`, else the poll's (its question's), else the browser's. */
+export function language() {
+  return LANG;
+}
+
+/** Takes the poll's language from its question (unless `?lang=` asked for one); true when the
+ * page's language changed, so the caller redraws what it wrote. */
+export function usePollLanguage(prompt) {
+  if (askedLanguage()) return false;
+  const lang = questionLanguage(prompt);
+  if (!lang || lang === LANG) return false;
+  LANG = lang;
+  translatePage();
+  return true;
+}
 
 /** A string of the page's language; `{name}` placeholders are filled from `vars`. */
 export function t(key, vars = {}) {
   const s = STRINGS[LANG][key] ?? STRINGS.en[key] ?? key;
   return s.replace(/\{(\w+)\}/g, (_, k) => (k in vars ? String(vars[k]) : `{${k}}`));
+}
+
+/** A count in words: `key.one` or `key.other` as the language's plural rules choose for `n`
+ * (French: 0 and 1 are singular; English: 1 only); `{n}` and `vars` fill the placeholders. */
+export function tn(key, n, vars = {}) {
+  const rule = new Intl.PluralRules(LANG).select(n);
+  const chosen = STRINGS[LANG][`${key}.${rule}`] !== undefined ? `${key}.${rule}` : `${key}.other`;
+  return t(chosen, { n, ...vars });
 }
 
 /** Fills every `[data-t]` element's text, `[data-t-label]`'s aria-label and the title. */

@@ -1,8 +1,10 @@
-// The wall (ADR-071 §5–§7): the projected bubble cloud, its two switches and "Moderate".
+// The wall (ADR-071 §5–§7): the projected bubble cloud, "Show votes" and "Moderate". The wall
+// is in front of the room: moderation is switched on the board only (a mis-click here would
+// turn it off before the class), and the count of ideas waiting for the teacher is not shown.
 // It draws ONLY what the wall's tally frame holds (`tally.ideas`): one HTML bubble per
 // bubble of the frame, removed as soon as a frame no longer has it. No board data is read here.
 import { forceCollide, forceSimulation, forceX, forceY } from "d3-force";
-import { api, evaluationId, follow, h, readToken, reason, t, translatePage } from "./common.js";
+import { api, evaluationId, follow, h, readToken, reason, t, tn, translatePage, usePollLanguage } from "./common.js";
 
 translatePage();
 const cloud = document.getElementById("cloud");
@@ -11,9 +13,7 @@ const live = document.getElementById("live");
 const stats = document.getElementById("stats");
 const problem = document.getElementById("problem");
 const votesSwitch = document.getElementById("votes");
-const moderationSwitch = document.getElementById("moderation");
 const moderateButton = document.getElementById("moderate");
-const pendingBadge = document.getElementById("pending");
 const prompt = document.getElementById("prompt");
 
 let settings = null;
@@ -99,62 +99,18 @@ function radii(items) {
   return items.map((b) => Math.max(floor, Math.min(cap, scale * Math.sqrt(Math.max(b.count, 1)))));
 }
 
-const FONT = getComputedStyle(document.body).fontFamily || "system-ui, sans-serif";
-const ruler = document.createElement("canvas").getContext("2d");
+// The label's type follows the bubble, and the bubble the count (radius ∝ √count): two
+// bubbles of one count have one type size, whatever their labels. A label wraps at word
+// boundaries within the bubble, and one too long for its lines ends with an ellipsis
+// (poll.css: line clamp), so a short label never looks bigger than a long one.
 const LINE = 1.12; // the label's line-height (poll.css)
+const LABEL_EM = 0.2; // the label's type, as a share of the radius
+const LABEL_LINES = 3; // lines a label may take before its ellipsis
 
-const REF = 100; // px: widths are measured once at this size; text width scales with size
-const measured = new Map(); // word → width at REF px
-
-function widthAt(text, px) {
-  let w = measured.get(text);
-  if (w === undefined) {
-    ruler.font = `650 ${REF}px ${FONT}`;
-    w = ruler.measureText(text).width;
-    if (measured.size > 5000) measured.clear();
-    measured.set(text, w);
-  }
-  return (w * px) / REF;
-}
-
-/** How many lines `words` take at `px` when wrapped greedily to `width` (Infinity: a word
- * alone is wider than the line, which the wall never allows: words are not broken). */
-function linesAt(words, px, width) {
-  const space = widthAt(" ", px);
-  let lines = 1;
-  let used = 0;
-  for (const w of words) {
-    const ww = widthAt(w, px);
-    if (ww > width) return Infinity;
-    if (used && used + space + ww > width) {
-      lines += 1;
-      used = ww;
-    } else used += (used ? space : 0) + ww;
-  }
-  return lines;
-}
-
-/** The largest font (px) at which the label wraps inside its circle, whole words only, measured
- * with the page's own font. The text box is the circle's inscribed square less the count line. */
-function fontFor(label, r) {
-  const words = label.split(/\s+/).filter(Boolean);
-  // Wrapped in the inscribed square (less the count line), or on one line across the
-  // circle's middle, where its chord is widest: whichever allows the larger type.
-  const wrapped = largest(words, r * 1.45, r * 1.15);
-  const oneLine = Math.min(r * 0.5, (r * 1.7) / Math.max(widthAt(words.join(" "), 1), 1e-6));
-  return { px: Math.max(wrapped, oneLine), width: oneLine > wrapped ? r * 1.75 : r * 1.5 };
-}
-
-function largest(words, width, height) {
-  let lo = 6;
-  let hi = Math.max(lo, width / 2.9);
-  if (linesAt(words, lo, width) * LINE * lo > height) return lo; // a very long word: smallest
-  for (let i = 0; i < 12; i++) {
-    const mid = (lo + hi) / 2;
-    if (linesAt(words, mid, width) * LINE * mid <= height) lo = mid;
-    else hi = mid;
-  }
-  return Math.floor(lo * 10) / 10;
+/** The label's type (px), its box's width and height, from the radius alone. */
+function labelBox(r) {
+  const px = Math.max(9, r * LABEL_EM);
+  return { px, width: r * 1.75, height: LABEL_LINES * LINE * px };
 }
 
 function place() {
@@ -191,9 +147,7 @@ function drawFrame(frame) {
   const tally = frame.tally;
   const items = tally ? tally.ideas : [];
   if (tally) {
-    stats.textContent = `${t("wall.answered", { n: tally.answered })} · ${t("wall.people", { n: tally.joined })}`;
-    pendingBadge.textContent = tally.pending ? t("wall.pending", { n: tally.pending }) : "";
-    pendingBadge.hidden = !tally.pending;
+    stats.textContent = `${tn("wall.answered", tally.answered)} · ${tn("wall.people", tally.joined)}`;
   }
   const seen = new Set(items.map((b) => b.key));
   for (const [key, n] of nodes) {
@@ -221,12 +175,12 @@ function drawFrame(frame) {
     if (label.textContent !== b.label) label.textContent = b.label;
     // Style writes only where something changed: a frame of 60 bubbles whose counts barely
     // moved costs no relayout of the labels.
-    if (n.fitted !== `${b.label}|${n.r.toFixed(0)}`) {
-      n.fitted = `${b.label}|${n.r.toFixed(0)}`;
-      const fit = fontFor(b.label, n.r);
+    if (n.fitted !== n.r.toFixed(0)) {
+      n.fitted = n.r.toFixed(0);
+      const fit = labelBox(n.r);
       label.style.fontSize = `${Math.floor(fit.px * 10) / 10}px`;
       label.style.width = `${fit.width.toFixed(1)}px`;
-      label.style.maxHeight = `${(n.r * 1.2).toFixed(1)}px`;
+      label.style.maxHeight = `${fit.height.toFixed(1)}px`;
       n.el.lastChild.style.fontSize = `${Math.max(11, Math.min(n.r * 0.22, 30)).toFixed(0)}px`;
     }
     if (n.el.dataset.count !== String(b.count)) {
@@ -266,9 +220,14 @@ function hue(key) {
 function showSettings(s) {
   settings = s;
   // The question heads the wall; with votes hidden it is all the wall shows (§7).
-  if (s.prompt) prompt.textContent = s.prompt;
+  // The room reads the poll's language (its question's), first: translating rewrites the
+  // heading's fallback text, which the question then replaces.
+  if (usePollLanguage(s.prompt) && lastFrame) draw(lastFrame);
+  if (s.prompt) {
+    delete prompt.dataset.t;
+    prompt.textContent = s.prompt;
+  }
   votesSwitch.checked = !!s.votes;
-  moderationSwitch.checked = !!s.moderation;
   showNote();
 }
 
@@ -294,7 +253,6 @@ async function flip(name, input) {
 }
 
 votesSwitch.addEventListener("change", () => flip("votes", votesSwitch));
-moderationSwitch.addEventListener("change", () => flip("moderation", moderationSwitch));
 moderateButton.addEventListener("click", () => {
   // The board opens in another tab (§6) with the same staff token, again in the fragment.
   const url = `/poll/${encodeURIComponent(evaluationId())}/moderate${location.search}#token=${encodeURIComponent(readToken())}`;

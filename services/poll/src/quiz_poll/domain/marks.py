@@ -75,6 +75,25 @@ def mark_visible(mark: IdeaMark | None, moderation: bool) -> bool:
     return is_visible(status_of(mark), moderation)
 
 
+def waiting_ideas(ideas: Sequence[str], marks: Marks, moderation: bool) -> list[str]:
+    """The ideas of one answer that wait for the teacher: moderation on, not hidden, not visible.
+
+    A pending idea, and an approved one with no approved spelling yet, are off the wall until
+    the teacher approves them (ADR-071 §4); the participant page says so under each. A hidden
+    idea is not listed (the teacher decided; it is never shown), nor one whose key is empty
+    (only emoji or punctuation: no board lists it, so no approval will come). Moderation off: none.
+    """
+    if not moderation:
+        return []
+    out: list[str] = []
+    for text in ideas:
+        key = idea_key(text)
+        mark = marks.get(key)
+        if key and status_of(mark) != "hidden" and not mark_visible(mark, moderation):
+            out.append(text)
+    return out
+
+
 def room_spelling(ranked: Sequence[str], mark: IdeaMark | None, moderation: bool) -> str:
     """What the room reads of a key's typed text (before any correction).
 
