@@ -158,6 +158,7 @@ def case_limits(
         tmpfs_bytes=max(4 * file_bytes, 8 * 1024 * 1024),
         tmpfs_inodes=CASE_TMPFS_INODES,
         judge_rss=plan.judge_rss,
+        data_mb=None if plan.extra_data_mb is None else limits.memory_mb + plan.extra_data_mb,
     )
 
 
