@@ -23,7 +23,8 @@ from quiz_runner.uids import claim_uids
 
 HELLO = 'print("hello")\n'
 C_HELLO = '#include <stdio.h>\nint main(void){ puts("hello"); return 0; }\n'
-LIMITS = RunLimits(cpu_s=2, wall_s=10, memory_mb=256, processes=16)
+# Hellos print 6 bytes; 20 cases may ask at most max_output_bytes(20) = 26,214 each.
+LIMITS = RunLimits(cpu_s=2, wall_s=10, memory_mb=256, processes=16, output_bytes=4096)
 N = 20
 
 

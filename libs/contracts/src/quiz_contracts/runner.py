@@ -16,13 +16,26 @@ Callers map NATS "no responders" to `runner_unavailable`.
 
 Sizes on the bus. A request and its reply each travel as one NATS message, so both are bounded
 by the `max_payload` our NATS configurations set (`subjects.NATS_MAX_PAYLOAD`, 8 MiB) less room
-for headers: `MAX_REQUEST_BYTES` and `MAX_REPLY_BYTES`. A caller refuses a larger request before
-sending it (`limit_exceeded`). The runner refuses up front a request whose reply could not fit
-even with empty outputs (a picture too large for the room left by its cases); otherwise it keeps
-the reply within `MAX_REPLY_BYTES` as cases come back: when the outputs of the cases run so far
-fill it, the outputs of the next cases are cut to what fits (their `reply_cut` is true; the
-programs themselves ran to their end). Every case result fits: room for each case's status is
-reserved before the first runs.
+for headers: `MAX_REQUEST_BYTES` and `MAX_REPLY_BYTES`. The maxima below are chosen so that
+every one of them can be reached, all at once, in one message each way:
+
+- the request: 32 files of at most 256 KiB each, together at most `MAX_FILES_WIRE_BYTES`
+  (3 MiB) as they travel (each `RunFile` JSON-encoded: base64 takes 4 bytes per 3, text 1 a
+  byte for printable ASCII and up to 6 for a control character); 100 cases of at most 256 KiB
+  of stdin and 16 KiB of args each, together at most `MAX_CASES_WIRE_BYTES` (4.5 MiB) as they
+  travel; the whole request at most `MAX_REQUEST_BYTES`.
+- the reply: stdout and stderr of each case at most `output_bytes` (≤ 512 KiB), and all of them
+  together at most `MAX_OUTPUT_TOTAL_BYTES` (1 MiB): 2 × output_bytes × cases ≤ 1 MiB, so
+  `max_output_bytes(cases)` is the largest `output_bytes` a request of that many cases may ask.
+  Output travels as escaped text plus base64 at worst 7 bytes a byte: 1 MiB of the worst
+  output, beside the compile output, the statuses of 100 cases and a 128 × 128 picture, fits in
+  `MAX_REPLY_BYTES`. So within the maxima every output comes back whole (`reply_cut` stays
+  false); the cut is the backstop of a runner whose NATS takes smaller messages.
+
+Over any → `limit_exceeded` naming it, before anything runs. Why not out of band (a JetStream
+object store): every caller would fetch and reassemble, and the store would hold copies of
+teachers' code and outputs; settle needs expected outputs a student's program is compared with,
+which these maxima carry (30 cases, the platform's most, get 17 KiB of each stream).
 
 Bytes on the wire. Program output is bytes; the reply carries it as text plus, only when the
 bytes are not valid UTF-8, their exact base64: `stdout` is the output decoded as UTF-8 with every
@@ -80,6 +93,11 @@ MAX_FILE_BYTES_IN = 256 * 1024  # one source or extra file, decoded
 MAX_STDIN_BYTES = 256 * 1024  # per case
 MAX_ARGS = 64
 MAX_ARGV_BYTES = 16 * 1024  # sum of the UTF-8 lengths of one case's args
+# Together, as they travel (the sum of each RunFile's / RunCase's JSON): what one message holds.
+MAX_FILES_WIRE_BYTES = 3 * 1024 * 1024
+MAX_CASES_WIRE_BYTES = 4 * 1024 * 1024 + 512 * 1024
+# Program output one reply carries whole, whatever its bytes: stdout and stderr of every case.
+MAX_OUTPUT_TOTAL_BYTES = 1024 * 1024
 
 # Headers (trace context, error codes) and framing travel in the same NATS message.
 MESSAGE_HEADROOM = 64 * 1024
@@ -139,7 +157,10 @@ class RunLimits(WireModel):
     )
     processes: int = Field(default=16, gt=0, description="Processes and threads at once.")
     output_bytes: int = Field(
-        default=64 * 1024, gt=0, description="stdout and stderr, each; more is cut."
+        default=64 * 1024,
+        gt=0,
+        description="stdout and stderr, each; more is cut (output_truncated). With the other "
+        "cases: 2 × output_bytes × cases ≤ MAX_OUTPUT_TOTAL_BYTES (max_output_bytes).",
     )
     file_bytes: int = Field(
         default=1024 * 1024, gt=0, description="Largest file written; also bounds the work dir."
@@ -160,9 +181,19 @@ RUN_LIMIT_MAXIMA = RunLimits(
     wall_s=20.0,
     memory_mb=1024,
     processes=64,
-    output_bytes=1024 * 1024,
+    output_bytes=512 * 1024,  # one case's two streams: MAX_OUTPUT_TOTAL_BYTES
     file_bytes=16 * 1024 * 1024,
 )
+
+
+def max_output_bytes(cases: int) -> int:
+    """The largest `output_bytes` a request of `cases` cases may ask (bytes, per stream).
+
+    Every case may print `output_bytes` on stdout and on stderr, and one reply carries
+    `MAX_OUTPUT_TOTAL_BYTES` of output whole: min(512 KiB, 1 MiB // (2 × cases)); 5,242 at
+    100 cases, 17,476 at 30, 26,214 at 20. A request of no case counts as one (a picture's).
+    """
+    return min(RUN_LIMIT_MAXIMA.output_bytes, MAX_OUTPUT_TOTAL_BYTES // (2 * max(1, cases)))
 
 
 class PictureSpec(WireModel):

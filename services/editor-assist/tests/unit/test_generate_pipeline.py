@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -25,7 +26,14 @@ from quiz_contracts.questions import QUESTION_TYPES, question_type
 from quiz_contracts.questions.code import empty_code_draft
 from quiz_contracts.questions.common import PROMPT_MAX
 from quiz_contracts.questions.mcq import MCQ_MAX_CHOICES, empty_mcq_draft
-from quiz_contracts.runner import RunCase, RunFile, RunRequest
+from quiz_contracts.questions.program import CodeLimits
+from quiz_contracts.runner import (
+    MAX_OUTPUT_TOTAL_BYTES,
+    RunCase,
+    RunFile,
+    RunRequest,
+    max_output_bytes,
+)
 from quiz_editor_assist.generators import (
     GENERATORS,
     apply_proposal,
@@ -37,6 +45,7 @@ from quiz_editor_assist.generators import (
     too_large_for_the_model,
     too_large_for_the_runner,
 )
+from quiz_editor_assist.generators.code import run_limits
 from quiz_editor_assist.generators.pipeline import NATS_HEADER_ALLOWANCE
 
 MCQ = {
@@ -274,3 +283,17 @@ def test_requests_over_what_the_nats_hop_carries() -> None:
     )
     left = too_large_for_the_runner(len(run.model_dump_json().encode()), max_payload)
     assert left is not None and left.code == ErrorCode.partial
+
+
+def test_settle_asks_no_more_output_than_one_runner_reply_carries() -> None:
+    """The runner refuses 2 × output_bytes × cases over MAX_OUTPUT_TOTAL_BYTES (issue 24):
+    settle's limits for the platform's 30 cases stay within it; a few cases keep the question's
+    own output limit."""
+    limits = CodeLimits.model_validate({"outputKb": 256})
+    cases = [SimpleNamespace(time_ms=None) for _ in range(30)]  # the platform's cases
+    many = run_limits(limits, cases)
+    assert many.output_bytes == max_output_bytes(30)
+    assert 2 * many.output_bytes * 30 <= MAX_OUTPUT_TOTAL_BYTES
+    default = CodeLimits.model_validate({"outputKb": 64})
+    assert run_limits(default, cases[:2]).output_bytes == 64 * 1024
+    assert run_limits(limits, []).output_bytes == 256 * 1024  # codeimage: its one picture run

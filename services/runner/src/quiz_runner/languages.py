@@ -53,6 +53,10 @@ class Plan:
     # case's memory_mb (RLIMIT_AS) and processes (RLIMIT_NPROC) so the limits mean the program.
     extra_address_mb: int = 0
     extra_processes: int = 0
+    # RLIMIT_DATA = memory_mb + this, when set: the runtime's own writable memory (JavaScript:
+    # Node's start-up and its thread pool's stacks), so what the program maps outside a heap
+    # limit (Node's Buffers) is bounded by memory_mb as well.
+    extra_data_mb: int | None = None
     # Whether a peak RSS near memory_mb means the limit stopped the program (native code and
     # Python, whose address space is the budget) or not (a JVM or V8 heap limit does, and says so).
     judge_rss: bool = True
@@ -69,12 +73,16 @@ def parse_language(value: str) -> RunLanguage:
         ) from None
 
 
+NODE_EXTRA_DATA_MB = 96
+
+
 def v8_heap_flags(memory_mb: int) -> list[str]:
     """V8's heap sized from memory_mb: the young generation (3 semi-spaces) plus the old space.
 
     The semi-spaces take 1/16 of it (1 to 16 MiB, V8's default at 256 MiB and more), the old
     space the rest. A program that allocates past it ends with "JavaScript heap out of memory".
-    Buffers and typed arrays live outside V8's heap: the address-space limit bounds those.
+    Buffers and typed arrays live outside V8's heap: RLIMIT_DATA (memory_mb +
+    NODE_EXTRA_DATA_MB) bounds those, and they fail with "Array buffer allocation failed".
     """
     semi = max(1, min(16, memory_mb // 16))
     return [f"--max-semi-space-size={semi}", f"--max-old-space-size={memory_mb - 3 * semi}"]
@@ -101,6 +109,9 @@ def build_plan(
             run=[tools.node, *v8_heap_flags(memory_mb), entry],
             # V8 reserves about 1 GiB of address space (pointer cage, code range) up front.
             extra_address_mb=1280,
+            # Node maps ~48 MiB of data at start and +32 MiB of stacks once the libuv pool runs
+            # (measured, Node 20): RLIMIT_DATA = memory_mb + 96 bounds heap and Buffers together.
+            extra_data_mb=NODE_EXTRA_DATA_MB,
             extra_processes=12,
             judge_rss=False,
         )

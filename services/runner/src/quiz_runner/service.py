@@ -15,8 +15,11 @@ from quiz_contracts.runner import (
     MAX_ARGS,
     MAX_ARGV_BYTES,
     MAX_CASES,
+    MAX_CASES_WIRE_BYTES,
     MAX_FILE_BYTES_IN,
     MAX_FILES,
+    MAX_FILES_WIRE_BYTES,
+    MAX_OUTPUT_TOTAL_BYTES,
     MAX_REPLY_BYTES,
     MAX_REQUEST_BYTES,
     MAX_STDIN_BYTES,
@@ -29,6 +32,7 @@ from quiz_contracts.runner import (
     RunLimits,
     RunReply,
     RunRequest,
+    max_output_bytes,
     text_and_b64,
 )
 from quiz_runner.languages import (
@@ -129,17 +133,39 @@ def validate_request(req: RunRequest) -> tuple[RunLanguage, str, dict[str, bytes
             raise ContractError(ErrorCode.invalid_request, "an arg holds a NUL byte")
     if req.picture is not None and req.picture.source == "file":
         check_file_path(req.picture.path)
-    # One NATS message carries the request: a caller refuses a larger one before sending it;
-    # this counts what the request holds, for callers that reach the service another way.
-    held = sum(len(f.content.encode()) for f in req.files) + sum(
-        len(c.stdin.encode()) + sum(len(a.encode()) for a in c.args) for c in req.cases
-    )
-    if held > MAX_REQUEST_BYTES:
-        raise _refuse(
-            f"the request holds {held} bytes of files, stdin and args; one message carries at "
-            f"most {MAX_REQUEST_BYTES} (MAX_REQUEST_BYTES)"
-        )
+    check_message_sizes(req)
     return language, entry, files
+
+
+def check_message_sizes(req: RunRequest) -> None:
+    """Refuse what one NATS message each way cannot carry (quiz_contracts.runner, "Sizes on
+    the bus"): the files and the cases as they travel, the whole request, and the output its
+    cases may print (2 × output_bytes × cases, a picture with no case being one)."""
+    files_wire = sum(len(f.model_dump_json()) for f in req.files)
+    if files_wire > MAX_FILES_WIRE_BYTES:
+        raise _refuse(
+            f"the files take {files_wire} bytes as they travel, at most {MAX_FILES_WIRE_BYTES} "
+            "(MAX_FILES_WIRE_BYTES; base64 takes 4 bytes per 3)"
+        )
+    cases_wire = sum(len(c.model_dump_json()) for c in req.cases)
+    if cases_wire > MAX_CASES_WIRE_BYTES:
+        raise _refuse(
+            f"the cases (stdin, args, names) take {cases_wire} bytes as they travel, at most "
+            f"{MAX_CASES_WIRE_BYTES} (MAX_CASES_WIRE_BYTES)"
+        )
+    # The rest (limits, entry, picture) is small, but a picture's path is not bounded by itself.
+    size = len(req.model_dump_json())
+    if size > MAX_REQUEST_BYTES:
+        raise _refuse(f"the request takes {size} bytes, at most {MAX_REQUEST_BYTES}")
+    runs = len(req.cases) or (1 if req.picture is not None else 0)
+    output = 2 * req.limits.output_bytes * runs
+    if output > MAX_OUTPUT_TOTAL_BYTES:
+        raise _refuse(
+            f"output_bytes {req.limits.output_bytes} on stdout and stderr of {runs} cases is "
+            f"{output} bytes, over the {MAX_OUTPUT_TOTAL_BYTES} one reply carries "
+            f"(MAX_OUTPUT_TOTAL_BYTES): output_bytes at most {max_output_bytes(runs)} for "
+            f"{runs} cases"
+        )
 
 
 def case_limits(
@@ -158,6 +184,7 @@ def case_limits(
         tmpfs_bytes=max(4 * file_bytes, 8 * 1024 * 1024),
         tmpfs_inodes=CASE_TMPFS_INODES,
         judge_rss=plan.judge_rss,
+        data_mb=None if plan.extra_data_mb is None else limits.memory_mb + plan.extra_data_mb,
     )
 
 

@@ -23,6 +23,7 @@ from quiz_contracts.runner import (
     RunReply,
     RunRequest,
 )
+from quiz_runner.languages import NODE_EXTRA_DATA_MB
 from quiz_runner.service import CASE_TMPFS_INODES, RunnerService
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("no_leftovers")]
@@ -123,6 +124,43 @@ int main(void){
     assert case.exit_code == 1, case
     assert int(case.stdout.split()[1]) <= SMALL.memory_mb
     assert case.memory_exceeded
+
+
+async def test_memory_bomb_javascript_buffers(runner: RunnerService) -> None:
+    """Buffers and typed arrays live outside V8's heap: RLIMIT_DATA stops them near memory_mb.
+
+    Before it, only the address space (memory_mb + 1280 MiB of V8 reservations) bounded them:
+    512 MiB of Buffers under memory_mb 128 printed "done" and exited 0.
+    """
+    src = """
+const chunks = [];
+try {
+  for (let i = 0; i < 64; i++) {
+    chunks.push(i % 2 ? Buffer.alloc(8 << 20, 1) : new Uint8Array(8 << 20).fill(1));
+  }
+} catch (e) {
+  console.log("mb", chunks.length * 8);
+  throw e;
+}
+console.log("done", chunks.length * 8);
+"""
+    reply = await runner.run(
+        RunRequest(
+            language="javascript",
+            files=[RunFile(path="main.js", content=src)],
+            cases=[RunCase(name="only")],
+            limits=SMALL,
+        )
+    )
+    assert reply.compile.ok, reply.compile.output
+    case = reply.cases[0]
+    assert "done" not in case.stdout, case
+    assert case.exit_code != 0, case
+    assert case.memory_exceeded, case
+    # A Buffer that fails prints how far it got; V8 may instead abort when its own heap cannot
+    # grow (SIGABRT, "JavaScript heap out of memory"), before the catch can print.
+    if case.stdout:
+        assert int(case.stdout.split()[1]) <= SMALL.memory_mb + NODE_EXTRA_DATA_MB
 
 
 async def test_infinite_output_is_cut(runner: RunnerService) -> None:

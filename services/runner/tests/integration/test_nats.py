@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 import hashlib
 import json
 import os
@@ -18,12 +19,20 @@ from nats.aio.client import Client as NATS
 from quiz_contracts import subjects
 from quiz_contracts.errors import ContractError, ErrorCode
 from quiz_contracts.runner import (
+    MAX_ARGS,
+    MAX_CASES,
+    MAX_CASES_WIRE_BYTES,
+    MAX_FILE_BYTES_IN,
+    MAX_FILES,
+    MAX_FILES_WIRE_BYTES,
     MAX_REPLY_BYTES,
+    MAX_STDIN_BYTES,
     RunCase,
     RunFile,
     RunLimits,
     RunReply,
     RunRequest,
+    max_output_bytes,
 )
 from quiz_contracts.subjects import NATS_MAX_PAYLOAD
 from quiz_runner.config import Settings
@@ -174,46 +183,83 @@ async def test_the_bus_takes_what_the_contract_allows(runner_url: str, nc: NATS)
     assert nc.max_payload == NATS_MAX_PAYLOAD
 
 
-async def test_outputs_at_the_documented_maxima_come_back(runner_url: str, nc: NATS) -> None:
-    """20 cases of 60,000 bytes of stdout (each under the 64 KiB default): all of it, exactly."""
-    src = "import sys\nn = int(sys.argv[1])\nsys.stdout.write(chr(97 + n % 26) * 60000)\n"
-    cases = [RunCase(name=f"c{i}", args=[str(i)]) for i in range(20)]
-    reply = await request(nc, subjects.RUNNER_RUN, py_request(src, *cases), RunReply, timeout=120)
-    assert [c.stdout for c in reply.cases] == [chr(97 + i % 26) * 60000 for i in range(20)]
+INPUTS_PROGRAM = """
+import hashlib, os, sys
+paths = sorted(os.path.join(r, n)[2:] for r, _, names in os.walk(".") for n in names)
+files = hashlib.sha256()
+for path in paths:
+    files.update(path.encode() + b"\\0" + open(path, "rb").read())
+case = hashlib.sha256(sys.stdin.buffer.read() + "\\0".join(sys.argv[1:]).encode())
+print(files.hexdigest(), case.hexdigest())
+"""
+
+
+async def test_a_request_at_the_input_maxima_reaches_the_program(runner_url: str, nc: NATS) -> None:
+    """32 files filling MAX_FILES_WIRE_BYTES (one of 256 KiB of binary, the rest control
+    characters: 6 bytes of JSON each) and 100 cases filling MAX_CASES_WIRE_BYTES (one with
+    256 KiB of stdin and 16 KiB of args): one message of ~7.5 MB over the locked bus, and every
+    byte reaches the program."""
+    binary = bytes(range(256)) * (MAX_FILE_BYTES_IN // 256)
+    files = [
+        RunFile(path="main.py", content=INPUTS_PROGRAM),
+        RunFile(path="data/blob.bin", content=base64.b64encode(binary).decode(), encoding="base64"),
+    ]
+    room = MAX_FILES_WIRE_BYTES - sum(len(f.model_dump_json()) for f in files) - 4096
+    for i in range(MAX_FILES - 2):
+        files.append(RunFile(path=f"data/t{i:02d}.txt", content=chr(1 + i % 8) * (room // 30 // 6)))
+    first = RunCase(name="big", stdin="s" * MAX_STDIN_BYTES, args=["a" * 256] * MAX_ARGS)
+    room = MAX_CASES_WIRE_BYTES - len(first.model_dump_json()) - 4096
+    cases = [first] + [
+        RunCase(name=f"c{i}", stdin="\x02" * (room // 99 // 6 - 40), args=[str(i)])
+        for i in range(MAX_CASES - 1)
+    ]
+    req = RunRequest(
+        language="python",
+        files=files,
+        cases=cases,
+        limits=RunLimits(wall_s=10, output_bytes=max_output_bytes(MAX_CASES)),
+    )
+    assert len(req.model_dump_json()) > 7 * 1024 * 1024
+    reply = await request(nc, subjects.RUNNER_RUN, req, RunReply, timeout=600)
+    tree = hashlib.sha256()
+    for f in sorted(files, key=lambda f: f.path):
+        tree.update(f.path.encode() + b"\0" + f.content_bytes())
+    expected = [
+        f"{tree.hexdigest()} "
+        f"{hashlib.sha256(c.stdin.encode() + chr(0).join(c.args).encode()).hexdigest()}\n"
+        for c in cases
+    ]
+    assert [c.stdout for c in reply.cases] == expected, reply.cases[0]
     assert all(c.completed for c in reply.cases)
 
 
-async def test_stdin_at_the_documented_maxima_reaches_the_program(
-    runner_url: str, nc: NATS
-) -> None:
-    """5 cases of 250 KB of stdin (each under the 256 KiB maximum): one 1.25 MB request."""
-    src = "import sys, hashlib\nprint(hashlib.sha256(sys.stdin.buffer.read()).hexdigest())\n"
-    stdins = [chr(65 + i) * 250_000 for i in range(5)]
-    cases = [RunCase(name=f"c{i}", stdin=stdin) for i, stdin in enumerate(stdins)]
-    reply = await request(nc, subjects.RUNNER_RUN, py_request(src, *cases), RunReply, timeout=120)
-    expected = [hashlib.sha256(stdin.encode()).hexdigest() + "\n" for stdin in stdins]
-    assert [c.stdout for c in reply.cases] == expected
-
-
-async def test_a_reply_over_one_message_is_cut_to_fit(runner_url: str, nc: NATS) -> None:
-    """100 cases printing 64 KiB on stdout and stderr (13 MB): the reply fits in one message.
-
-    The first cases come back whole; once their outputs fill the reply, the next ones come
-    back cut (reply_cut, prefixes of what they printed) with their status intact; nothing is
-    refused after the work was done.
-    """
-    src = "import sys\nsys.stdout.write('o' * 65536)\nsys.stderr.write('e' * 65536)\nsys.exit(3)\n"
-    cases = [RunCase(name=f"case-{i}") for i in range(100)]
-    req = py_request(src, *cases).model_copy(update={"limits": RunLimits(wall_s=10)})
-    msg = await nc.request(subjects.RUNNER_RUN, req.model_dump_json().encode(), timeout=300)
+@pytest.mark.parametrize("cases", [1, MAX_CASES])
+async def test_outputs_at_the_maxima_come_back_whole(runner_url: str, nc: NATS, cases: int) -> None:
+    """Every case prints max_output_bytes of 0xff (the widest bytes on the wire: escaped text
+    plus base64) on stdout and on stderr: 512 KiB each for one case, 5,242 each for 100. All of
+    it comes back, exactly, nothing cut: 1 MiB of output in a reply of ~6.6 MB."""
+    n = max_output_bytes(cases)
+    src = (
+        f"import sys\nsys.stdout.buffer.write(b'\\xff' * {n})\n"
+        f"sys.stderr.buffer.write(b'\\xfe' * {n})\n"
+    )
+    req = py_request(src, *(RunCase(name=f"c{i}") for i in range(cases)))
+    req = req.model_copy(update={"limits": RunLimits(wall_s=10, output_bytes=n)})
+    msg = await nc.request(subjects.RUNNER_RUN, req.model_dump_json().encode(), timeout=600)
     assert len(msg.data) <= MAX_REPLY_BYTES
     reply = RunReply.model_validate_json(msg.data)
-    assert [c.name for c in reply.cases] == [f"case-{i}" for i in range(100)]
-    assert all(c.exit_code == 3 and c.timed_out is None for c in reply.cases)
-    whole = [c for c in reply.cases if not c.reply_cut]
-    cut = [c for c in reply.cases if c.reply_cut]
-    assert whole and cut and reply.cases[: len(whole)] == whole  # whole ones first
-    assert all(c.stdout == "o" * 65536 and c.stderr == "e" * 65536 for c in whole)
-    assert all(not c.completed for c in cut)
-    assert all(set(c.stdout) <= {"o"} and set(c.stderr) <= {"e"} for c in cut)
-    assert len(whole) * 2 * 65536 < MAX_REPLY_BYTES
+    assert len(reply.cases) == cases
+    assert all(c.stdout_bytes() == b"\xff" * n for c in reply.cases)
+    assert all(c.stderr_bytes() == b"\xfe" * n for c in reply.cases)
+    assert all(c.completed and not c.reply_cut for c in reply.cases)
+
+
+async def test_output_past_one_reply_is_refused_before_running(runner_url: str, nc: NATS) -> None:
+    """100 cases at the default 64 KiB of output could print 13 MB: refused up front, naming
+    the most output_bytes 100 cases may ask, instead of coming back cut."""
+    req = py_request("print(1)\n", *(RunCase(name=f"c{i}") for i in range(MAX_CASES)))
+    with pytest.raises(ContractError) as err:
+        await request(nc, subjects.RUNNER_RUN, req, RunReply, timeout=60)
+    assert err.value.code is ErrorCode.limit_exceeded
+    assert "MAX_OUTPUT_TOTAL_BYTES" in err.value.message
+    assert f"at most {max_output_bytes(MAX_CASES)} for 100 cases" in err.value.message

@@ -24,6 +24,7 @@ from quiz_contracts.runner import (
     RunLanguage,
     RunLimits,
     RunRequest,
+    max_output_bytes,
     text_and_b64,
 )
 from quiz_runner.languages import Toolchain, build_plan, check_file_path
@@ -233,12 +234,56 @@ def test_memory_under_the_language_floor_is_refused() -> None:
         assert err.code is ErrorCode.limit_exceeded and f"{floor} MiB" in err.message
 
 
-def test_a_request_that_cannot_travel_in_one_message_is_refused() -> None:
+def test_files_past_what_one_message_holds_are_refused() -> None:
+    """12 files of 256 KiB of text (each within MAX_FILE_BYTES_IN) take just over 3 MiB on the
+    wire; 3 of control characters take 4.5 (6 bytes of JSON each): over MAX_FILES_WIRE_BYTES."""
+    plain = [RunFile(path=f"f{i}.txt", content="x" * MAX_FILE_BYTES_IN) for i in range(12)]
+    validate_request(req(files=plain[:11]))
+    err = refused(req(files=plain))
+    assert err.code is ErrorCode.limit_exceeded and "MAX_FILES_WIRE_BYTES" in err.message
+    control = [RunFile(path=f"f{i}.txt", content="\x01" * MAX_FILE_BYTES_IN) for i in range(3)]
+    validate_request(req(files=control[:1]))
+    assert "MAX_FILES_WIRE_BYTES" in refused(req(files=control)).message
+
+
+def test_cases_past_what_one_message_holds_are_refused() -> None:
+    """18 cases of 256 KiB of stdin (each within MAX_STDIN_BYTES): over MAX_CASES_WIRE_BYTES."""
     stdin = "x" * MAX_STDIN_BYTES
-    cases = [RunCase(name=str(i), stdin=stdin) for i in range(MAX_REQUEST_BYTES // MAX_STDIN_BYTES)]
-    validate_request(req(cases=cases))
-    err = refused(req(cases=[*cases, RunCase(name="one more", stdin=stdin)]))
-    assert err.code is ErrorCode.limit_exceeded and "MAX_REQUEST_BYTES" in err.message
+    cases = [RunCase(name=str(i), stdin=stdin) for i in range(17)]
+    small = RunLimits(output_bytes=1024)
+    validate_request(req(cases=cases, limits=small))
+    err = refused(req(cases=[*cases, RunCase(name="one more", stdin=stdin)], limits=small))
+    assert err.code is ErrorCode.limit_exceeded and "MAX_CASES_WIRE_BYTES" in err.message
+
+
+def test_a_request_past_one_message_is_refused() -> None:
+    """What the totals leave out (a picture's path, unchecked on stdout) still counts."""
+    picture = PictureSpec(width=1, height=1, palette="bw", path="p" * MAX_REQUEST_BYTES)
+    err = refused(req(picture=picture))
+    assert err.code is ErrorCode.limit_exceeded and str(MAX_REQUEST_BYTES) in err.message
+
+
+def test_output_past_what_one_reply_carries_is_refused() -> None:
+    """2 × output_bytes × cases ≤ MAX_OUTPUT_TOTAL_BYTES: the message names the most allowed."""
+    one = req(limits=RunLimits(output_bytes=RUN_LIMIT_MAXIMA.output_bytes))
+    validate_request(one)
+    two = one.model_copy(update={"cases": [RunCase(name="a"), RunCase(name="b")]})
+    err = refused(two)
+    assert err.code is ErrorCode.limit_exceeded and "MAX_OUTPUT_TOTAL_BYTES" in err.message
+    assert f"output_bytes at most {max_output_bytes(2)} for 2 cases" in err.message
+    many = [RunCase(name=str(i)) for i in range(MAX_CASES)]
+    validate_request(req(cases=many, limits=RunLimits(output_bytes=max_output_bytes(MAX_CASES))))
+    over = RunLimits(output_bytes=max_output_bytes(MAX_CASES) + 1)
+    assert refused(req(cases=many, limits=over)).code is ErrorCode.limit_exceeded
+    # The default (64 KiB) fits 8 cases; a picture with no case counts as one.
+    validate_request(req(cases=[RunCase(name=str(i)) for i in range(8)]))
+    assert refused(req(cases=[RunCase(name=str(i)) for i in range(9)])).code is (
+        ErrorCode.limit_exceeded
+    )
+    picture = PictureSpec(width=8, height=8, palette="bw")
+    validate_request(req(cases=[], picture=picture, limits=one.limits))
+    assert max_output_bytes(0) == max_output_bytes(1) == RUN_LIMIT_MAXIMA.output_bytes
+    assert max_output_bytes(30) == 17_476
 
 
 def test_the_build_archive_is_read_strictly() -> None:

@@ -59,6 +59,7 @@ from quiz_contracts.runner import (
     RunLimits,
     RunReply,
     RunRequest,
+    max_output_bytes,
 )
 from quiz_editor_assist.generators.base import (
     BaseGenerator,
@@ -197,14 +198,16 @@ def run_limits(limits: CodeLimits, cases: list[Any]) -> RunLimits:
     """The runner's limits for the question's: its wall time (a case's own when longer), output.
 
     CPU time is the wall time (a program that waits uses none); memory is the runner's own
-    default, as its address-space limit is not the platform's `memoryMb`.
+    default, as its address-space limit is not the platform's `memoryMb`. Output is the
+    question's, within what one reply carries for that many cases (`max_output_bytes`: the
+    runner refuses more); a longer run is cut and its case left to fill.
     """
     time_ms = max([limits.time_ms, *(c.time_ms for c in cases if c.time_ms is not None)])
     seconds = time_ms / 1000
     return RunLimits(
         cpu_s=min(seconds, RUN_LIMIT_MAXIMA.cpu_s),
         wall_s=min(max(2 * seconds, 5.0), RUN_LIMIT_MAXIMA.wall_s),
-        output_bytes=min(limits.output_kb * 1024, RUN_LIMIT_MAXIMA.output_bytes),
+        output_bytes=min(limits.output_kb * 1024, max_output_bytes(len(cases))),
     )
 
 

@@ -30,6 +30,7 @@ _MEMORY_MARKERS = (
     b"Cannot allocate memory",
     b"out of memory",
     b"Could not reserve enough space",
+    b"Array buffer allocation failed",  # Node: a Buffer or typed array past RLIMIT_DATA
 )
 _STATUS = re.compile(rb"^(exit|signal) (\d+) cpu_us (\d+) maxrss_kb (\d+)( killed cpu)?\n?$")
 
@@ -54,6 +55,9 @@ class ExecLimits:
     # memory_exceeded also from the peak RSS (native code); runtimes with their own heap limit
     # (JVM, V8) say so themselves when it stops them.
     judge_rss: bool = True
+    # RLIMIT_DATA, MiB (writable private memory actually mapped); None: not set. For runtimes
+    # whose RLIMIT_AS is mostly reservations (V8), so memory outside their heap is bounded too.
+    data_mb: int | None = None
 
 
 def watch_children_with_pidfds() -> bool:
@@ -87,6 +91,7 @@ def init_argv(
         str(limits.cpu_ms),
         "--as",
         str(limits.address_mb * 1024 * 1024),
+        *(["--data", str(limits.data_mb * 1024 * 1024)] if limits.data_mb else []),
         "--nproc",
         str(limits.processes + pid1_processes),
         "--fsize",

@@ -15,7 +15,7 @@
  *     never had: an fd (bwrap) or a path opened only once the program and its leftovers are gone
  *     (docker), so the program cannot forge it.
  *
- * Usage: quiz-runner-init [--cpu-ms MS] [--as B] [--nproc N] [--fsize B] [--nofile N] [--reap]
+ * Usage: quiz-runner-init [--cpu-ms MS] [--as B] [--data B] [--nproc N] [--fsize B] [--nofile N] [--reap]
  *          [--tmpfs-limit PATH:BYTES:INODES]... [--userns UID] [--status FD|PATH]
  *          [--collect SRC --collect-out FD|PATH --collect-max B]
  *          [--archive DIR --archive-out FD|PATH --archive-max B --archive-max-files N]
@@ -235,7 +235,7 @@ static void archive_tree(struct archive *a, int dirfd, char *path, size_t plen, 
 }
 
 int main(int argc, char **argv) {
-    long long cpu_ms = 0, as = 0, nproc = 0, fsize = -1, nofile = 64, collect_max = 0;
+    long long cpu_ms = 0, as = 0, data = 0, nproc = 0, fsize = -1, nofile = 64, collect_max = 0;
     long long archive_max = 0, archive_files = 0;
     const char *status_spec = NULL, *collect = NULL, *collect_spec = NULL;
     const char *archive = NULL, *archive_spec = NULL;
@@ -250,6 +250,7 @@ int main(int argc, char **argv) {
         char *v = argv[++i];
         if (!strcmp(k, "--cpu-ms")) cpu_ms = atoll(v);
         else if (!strcmp(k, "--as")) as = atoll(v);
+        else if (!strcmp(k, "--data")) data = atoll(v);
         else if (!strcmp(k, "--nproc")) nproc = atoll(v);
         else if (!strcmp(k, "--fsize")) fsize = atoll(v);
         else if (!strcmp(k, "--nofile")) nofile = atoll(v);
@@ -300,6 +301,9 @@ int main(int argc, char **argv) {
             set_limit(RLIMIT_CPU, whole, whole + 1);
         }
         if (as > 0) set_limit(RLIMIT_AS, (rlim_t)as, (rlim_t)as);
+        /* RLIMIT_DATA: the writable private memory actually mapped (heaps, malloc, Node's
+         * Buffers), not the PROT_NONE reservations that make RLIMIT_AS so loose for V8. */
+        if (data > 0) set_limit(RLIMIT_DATA, (rlim_t)data, (rlim_t)data);
         if (nproc > 0) set_limit(RLIMIT_NPROC, (rlim_t)nproc, (rlim_t)nproc);
         if (fsize >= 0) set_limit(RLIMIT_FSIZE, (rlim_t)fsize, (rlim_t)fsize);
         if (nofile > 0) set_limit(RLIMIT_NOFILE, (rlim_t)nofile, (rlim_t)nofile);
