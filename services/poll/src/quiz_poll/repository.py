@@ -123,6 +123,11 @@ SQL: dict[str, str] = {
     "run_beat": (
         "UPDATE poll_ai_runs SET heartbeat_at = :now WHERE evaluation_id = :e AND lease_at = :lease"
     ),
+    # A pass that stops for its job to be delivered again keeps the lease, not its heartbeat:
+    # the redelivery (on any replica) sees no pass running (`pass_running`).
+    "run_pause": (
+        "UPDATE poll_ai_runs SET heartbeat_at = NULL WHERE evaluation_id = :e AND lease_at = :lease"
+    ),
     "run_success": (
         "UPDATE poll_ai_runs SET calls = calls + 1, error = NULL, error_at = NULL,"
         " heartbeat_at = :now WHERE evaluation_id = :e AND lease_at = :lease"
@@ -634,6 +639,11 @@ class PollRepository:
         if conn.exec_driver_sql(self._sql["run_beat"], p).rowcount != 1:
             return None
         return int(conn.exec_driver_sql(self._sql["run"], p).first()[2])  # type: ignore[index]
+
+    @transaction
+    def pause(self, conn: Connection, evaluation_id: str, lease: float) -> None:
+        """The pass of `lease` stopped and its job comes again: the lease kept, no heartbeat."""
+        conn.exec_driver_sql(self._sql["run_pause"], {"e": evaluation_id, "lease": lease})
 
     @transaction
     def after_success(self, conn: Connection, evaluation_id: str, lease: float, now: float) -> bool:

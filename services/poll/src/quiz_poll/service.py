@@ -22,10 +22,11 @@ and the pass goes on under the same lease.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
@@ -67,7 +68,14 @@ from quiz_poll.domain.ai import (
     select_batch,
 )
 from quiz_poll.domain.ai_ids import batch_request_id
-from quiz_poll.domain.ai_run import ERROR_COOLDOWN, RUN_CAP, board_error
+from quiz_poll.domain.ai_run import (
+    ERROR_COOLDOWN,
+    PASS_ALIVE,
+    PASS_BEAT,
+    RUN_CAP,
+    board_error,
+    pass_running,
+)
 from quiz_poll.domain.board import Bubble
 from quiz_poll.domain.freeze import FREEZE_AFTER
 from quiz_poll.domain.ideas import check_answer
@@ -764,12 +772,17 @@ class PollService:
                 await asyncio.sleep(pause)
                 pause = min(2.0, pause * 2)
 
-    async def run_ai_job(self, job: PollAiJob, *, retry: bool = False) -> None:
+    async def run_ai_job(
+        self, job: PollAiJob, *, retry: bool = False, redelivered: bool = False
+    ) -> None:
         """The `poll.v1.ai.jobs` job: at its due time, the pass under the job's lease.
 
         `retry` (a later delivery of the job will come): a batch the gateway did not answer
         (`LlmNotAnswered`) raises, for the job to be redelivered; otherwise it is the board's
-        `llm_failed`, like any failed call."""
+        `llm_failed`, like any failed call. A job whose pass is running already — here, or, for
+        a `redelivered` one, on a replica whose heartbeat is fresh (`pass_running`) — raises
+        `unavailable` with retry_after_s to come back later (on its last delivery it is dropped:
+        the running pass does the work), never a second pass beside it."""
         wait = job.due_at.timestamp() - self.clock()
         if wait > 0:
             await asyncio.sleep(wait)
@@ -781,11 +794,52 @@ class PollService:
                 raise
             log.warning("poll %s: AI job for a poll this database does not hold", evaluation_id)
             return
+        running = self._passes.get(evaluation_id) == job.lease
+        if not running and redelivered:
+            row = await self.repo.ai_run(evaluation_id)
+            running = row is not None and pass_running(
+                row.lease_at, row.heartbeat_at, job.lease, self.clock()
+            )
+        if running:
+            if not retry:
+                log.info("poll %s: its pass runs elsewhere; this last delivery ends", evaluation_id)
+                return
+            raise ContractError(
+                ErrorCode.unavailable,
+                f"poll {evaluation_id}: a pass of this lease is running",
+                retry_after_s=PASS_ALIVE.total_seconds(),
+            )
         self._passes[evaluation_id] = job.lease
         try:
             await self._ai_pass(evaluation_id, job.lease, retry=retry)
+        except Exception:
+            # Stopped for a redelivery (or failed): no pass runs now, whatever the heartbeat.
+            with contextlib.suppress(Exception):
+                await self.repo.pause(evaluation_id, job.lease)
+            raise
         finally:
             self._end_pass(evaluation_id, job.lease)
+
+    @contextlib.asynccontextmanager
+    async def _beating(self, evaluation_id: str, lease: float) -> AsyncIterator[None]:
+        """Beat the pass's heartbeat every PASS_BEAT while it waits for the model: a job
+        delivered again meanwhile tells this live pass from a dead one (`pass_running`)."""
+
+        async def beat() -> None:
+            while True:
+                await asyncio.sleep(PASS_BEAT.total_seconds())
+                try:
+                    await self.repo.beat(evaluation_id, lease, self.clock())
+                except Exception as e:  # the database away a moment: the next beat
+                    log.debug("poll %s: heartbeat not written (%s)", evaluation_id, e)
+
+        task = asyncio.create_task(beat(), name=f"poll-beat:{evaluation_id}")
+        try:
+            yield
+        finally:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
 
     def _end_pass(self, evaluation_id: str, lease: float) -> None:
         if self._passes.get(evaluation_id) == lease:
@@ -837,7 +891,8 @@ class PollService:
                 }
             )
             try:
-                reply = await self.llm.complete(request)
+                async with self._beating(evaluation_id, lease):
+                    reply = await self.llm.complete(request)
             except LlmNotAnswered:
                 if retry:
                     # Not the model's answer: the job is redelivered under the same lease, and

@@ -23,6 +23,7 @@ from quiz_poll.domain.ai_run import (
     claim,
     heartbeat,
     holds,
+    pass_running,
     release,
     switch_off,
     switch_on,
@@ -113,3 +114,15 @@ def test_the_constants_are_the_adrs() -> None:
     assert ai_run.ERROR_COOLDOWN == 30 * S
     assert ai_run.JOB_DELAY == 3 * S
     assert RUN_CAP == 200
+
+
+def test_a_pass_runs_while_its_lease_is_held_and_its_heartbeat_is_fresh() -> None:
+    """A job delivered again waits while its first delivery's pass beats (issue 20: two passes
+    under one lease paid ideas twice); a dead or paused pass, or another lease, does not hold
+    it back."""
+    lease, now = 1000.0, 2000.0
+    assert pass_running(lease, now - 11, lease, now)  # beat 11 s ago: alive
+    assert not pass_running(lease, now - 13, lease, now)  # 13 s: its replica died
+    assert not pass_running(lease, None, lease, now)  # paused for its redelivery
+    assert not pass_running(lease + 1, now, lease, now)  # another lease: not this job's pass
+    assert not pass_running(None, now, lease, now)  # released

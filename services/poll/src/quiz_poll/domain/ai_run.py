@@ -30,6 +30,10 @@ LEASE_STALE = timedelta(seconds=60)
 ERROR_COOLDOWN = timedelta(seconds=30)
 JOB_DELAY = timedelta(seconds=3)
 RUN_CAP = 200
+# A pass beats every PASS_BEAT while it works (waiting for the model too); a heartbeat younger
+# than PASS_ALIVE means its pass is running now, somewhere.
+PASS_BEAT = timedelta(seconds=4)
+PASS_ALIVE = timedelta(seconds=12)
 
 
 def new_run(evaluation_id: str) -> PollAiRun:
@@ -144,3 +148,20 @@ def board_error(code: ErrorCode | str) -> PollAiError:
         return PollAiError(code)
     except ValueError:
         return _BOARD_ERRORS.get(str(code), PollAiError.provider_error)
+
+
+def pass_running(
+    lease_at: float | None, heartbeat_at: float | None, lease: float, now: float
+) -> bool:
+    """Whether a pass of `lease` is running now (on any replica): the row still holds that lease
+    and its heartbeat is under PASS_ALIVE old. Times in epoch seconds, as the row stores them.
+
+    A job delivered again while its first delivery still runs elsewhere (a consumer leader
+    changed, an in-progress ack lost) must not run a second pass beside it: two passes under
+    one lease pick two different batches, and the ideas in both are paid twice (the chaos
+    suite saw it). A pass that stopped for a redelivery clears its heartbeat (None), and one
+    whose replica died stops beating, so neither holds the job back for long.
+    """
+    if lease_at != lease or heartbeat_at is None:
+        return False
+    return heartbeat_at >= now - PASS_ALIVE.total_seconds()
