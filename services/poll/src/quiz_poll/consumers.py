@@ -38,10 +38,8 @@ def consumers(service: ServiceRef[PollService]) -> list[ConsumerSpec[Any]]:
     async def run(job: PollAiJob, delivery: Delivery) -> None:
         # A batch the gateway did not answer is retried by redelivery (same lease, same
         # request id), until the last delivery, which shows llm_failed on the board.
-        # A delivery again may find its first still running elsewhere: it waits its turn.
-        await service().run_ai_job(
-            job, retry=not delivery.last_attempt, redelivered=delivery.redelivered
-        )
+        # A job whose pass runs already (a redelivery, a job stored twice) waits its turn.
+        await service().run_ai_job(job, retry=not delivery.last_attempt)
 
     return [
         ConsumerSpec(

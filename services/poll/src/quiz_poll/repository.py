@@ -17,10 +17,17 @@ from sqlalchemy import Connection
 
 from quiz_contracts.errors import ContractError, ErrorCode
 from quiz_contracts.poll import IdeaMark, MaskedPerson, PollAiError, PollParticipant
-from quiz_poll.domain.ai_run import ERROR_COOLDOWN, LEASE_STALE, RUN_CAP, board_error
+from quiz_poll.domain.ai_run import (
+    ERROR_COOLDOWN,
+    LEASE_STALE,
+    PASS_ALIVE,
+    RUN_CAP,
+    board_error,
+)
 from quiz_servicekit.db import Database, read_only, transaction
 
 _STALE_S = LEASE_STALE.total_seconds()
+_ALIVE_S = PASS_ALIVE.total_seconds()
 _COOLDOWN_S = ERROR_COOLDOWN.total_seconds()
 
 SQL: dict[str, str] = {
@@ -125,6 +132,12 @@ SQL: dict[str, str] = {
     ),
     # A pass that stops for its job to be delivered again keeps the lease, not its heartbeat:
     # the redelivery (on any replica) sees no pass running (`pass_running`).
+    # A pass starts under its lease only when no other pass of it beats (`pass_running`):
+    # atomic, so two deliveries of one job due at the same instant cannot both start.
+    "run_start": (
+        "UPDATE poll_ai_runs SET heartbeat_at = :now WHERE evaluation_id = :e AND lease_at = :lease"
+        " AND (heartbeat_at IS NULL OR heartbeat_at <= lease_at OR heartbeat_at < :alive)"
+    ),
     "run_pause": (
         "UPDATE poll_ai_runs SET heartbeat_at = NULL WHERE evaluation_id = :e AND lease_at = :lease"
     ),
@@ -639,6 +652,13 @@ class PollRepository:
         if conn.exec_driver_sql(self._sql["run_beat"], p).rowcount != 1:
             return None
         return int(conn.exec_driver_sql(self._sql["run"], p).first()[2])  # type: ignore[index]
+
+    @transaction
+    def start_pass(self, conn: Connection, evaluation_id: str, lease: float, now: float) -> bool:
+        """Start the pass of `lease`: True when started; False when the lease is gone or
+        another pass of it is running (`pass_running` tells which from `ai_run`)."""
+        p = {"e": evaluation_id, "lease": lease, "now": now, "alive": now - _ALIVE_S}
+        return conn.exec_driver_sql(self._sql["run_start"], p).rowcount == 1
 
     @transaction
     def pause(self, conn: Connection, evaluation_id: str, lease: float) -> None:

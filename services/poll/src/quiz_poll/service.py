@@ -772,15 +772,14 @@ class PollService:
                 await asyncio.sleep(pause)
                 pause = min(2.0, pause * 2)
 
-    async def run_ai_job(
-        self, job: PollAiJob, *, retry: bool = False, redelivered: bool = False
-    ) -> None:
+    async def run_ai_job(self, job: PollAiJob, *, retry: bool = False) -> None:
         """The `poll.v1.ai.jobs` job: at its due time, the pass under the job's lease.
 
         `retry` (a later delivery of the job will come): a batch the gateway did not answer
         (`LlmNotAnswered`) raises, for the job to be redelivered; otherwise it is the board's
-        `llm_failed`, like any failed call. A job whose pass is running already — here, or, for
-        a `redelivered` one, on a replica whose heartbeat is fresh (`pass_running`) — raises
+        `llm_failed`, like any failed call. A job whose pass is running already — here, or on a
+        replica whose heartbeat is fresh (`pass_running`: a redelivery, or a job stored twice
+        when its publish was retried across a stream's leader change) — raises
         `unavailable` with retry_after_s to come back later (on its last delivery it is dropped:
         the running pass does the work), never a second pass beside it."""
         wait = job.due_at.timestamp() - self.clock()
@@ -795,11 +794,13 @@ class PollService:
             log.warning("poll %s: AI job for a poll this database does not hold", evaluation_id)
             return
         running = self._passes.get(evaluation_id) == job.lease
-        if not running and redelivered:
+        if not running and not await self.repo.start_pass(evaluation_id, job.lease, self.clock()):
             row = await self.repo.ai_run(evaluation_id)
             running = row is not None and pass_running(
                 row.lease_at, row.heartbeat_at, job.lease, self.clock()
             )
+            if not running:
+                return  # the lease is gone (released, failed, taken over): nothing to run
         if running:
             if not retry:
                 log.info("poll %s: its pass runs elsewhere; this last delivery ends", evaluation_id)

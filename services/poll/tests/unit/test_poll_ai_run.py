@@ -126,3 +126,4 @@ def test_a_pass_runs_while_its_lease_is_held_and_its_heartbeat_is_fresh() -> Non
     assert not pass_running(lease, None, lease, now)  # paused for its redelivery
     assert not pass_running(lease + 1, now, lease, now)  # another lease: not this job's pass
     assert not pass_running(None, now, lease, now)  # released
+    assert not pass_running(now - 3, now - 3, now - 3, now)  # claimed, no pass has beaten yet

@@ -157,11 +157,14 @@ def pass_running(
     and its heartbeat is under PASS_ALIVE old. Times in epoch seconds, as the row stores them.
 
     A job delivered again while its first delivery still runs elsewhere (a consumer leader
-    changed, an in-progress ack lost) must not run a second pass beside it: two passes under
+    changed, an in-progress ack lost), or a job stored twice (its publish retried across a
+    stream's leader change), must not run a second pass beside it: two passes under
     one lease pick two different batches, and the ideas in both are paid twice (the chaos
     suite saw it). A pass that stopped for a redelivery clears its heartbeat (None), and one
     whose replica died stops beating, so neither holds the job back for long.
     """
     if lease_at != lease or heartbeat_at is None:
         return False
-    return heartbeat_at >= now - PASS_ALIVE.total_seconds()
+    # The claim writes heartbeat_at == lease_at: only a pass's own beat is later than that,
+    # so the job the claim sent is never held back by the claim itself.
+    return lease_at < heartbeat_at and heartbeat_at >= now - PASS_ALIVE.total_seconds()
