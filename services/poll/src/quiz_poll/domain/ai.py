@@ -144,10 +144,15 @@ def select_batch(
             break
         if variant.key not in marks and variant.key not in done:
             fresh.append(BatchIdea(variant.key, variant.text))
-    context = tuple(
-        BatchIdea(b.key, b.label) for b in brainstorm_cloud(board, True, cap=max_context)
+    context = [BatchIdea(b.key, b.label) for b in brainstorm_cloud(board, True, cap=max_context)]
+    # Which ideas go is the board's order; how they are listed is the keys' order. Ideas tied on
+    # the board can be met in another order by a replica that read the poll from the database
+    # (or after a reload), and the request id is a digest of the call: the same batch must be
+    # the same call wherever it is built, or a pass run again elsewhere pays it again (issue 20).
+    return Batch(
+        fresh=tuple(sorted(fresh, key=lambda idea: idea.key)),
+        context=tuple(sorted(context, key=lambda idea: idea.key)),
     )
-    return Batch(fresh=tuple(fresh), context=context)
 
 
 def retroactive_marks(keys: Iterable[str], marks: Marks) -> list[IdeaMark]:
