@@ -124,6 +124,7 @@ class StubCall:
     items: tuple[str, ...]  # review: the item number; direct: the call number; poll: idea texts
     started: float
     ends: float
+    prompt: str = ""  # what the model was asked (to show how two calls of one item differ)
 
 
 class ModelStub:
@@ -163,7 +164,7 @@ class ModelStub:
             else:
                 kind, items, delay = "other", (), DIRECT_DELAY_S
                 reply = StubReply.auto()
-            self.calls.append(StubCall(tag, kind, items, started, started + delay))
+            self.calls.append(StubCall(tag, kind, items, started, started + delay, text))
         return StubReply.slow(delay, reply)
 
     def snapshot(self) -> list[StubCall]:

@@ -23,6 +23,7 @@ prints its figure ("[chaos] …" lines) before any assertion fails.
 from __future__ import annotations
 
 import asyncio
+import difflib
 import json
 import time
 from collections import Counter
@@ -410,8 +411,15 @@ async def test_every_work_item_done_once_and_every_paid_call_recorded(
     # The request ids the gateway recorded for the calls that sent one idea twice (why).
     id_of_tag = {r[1]: r[0] for r in rows}
     for text in list(twice_judged)[:3]:
-        ids = [id_of_tag.get(c.tag) for c in stub_calls if c.kind == "poll" and text in c.items]
+        calls = [c for c in stub_calls if c.kind == "poll" and text in c.items]
+        ids = [id_of_tag.get(c.tag) for c in calls]
         figures.say(f"{text!r} sent under request ids {ids}")
+        if len(calls) > 1:
+            # How the two calls differ: what made them two request ids.
+            diff = difflib.unified_diff(
+                calls[0].prompt.splitlines(), calls[1].prompt.splitlines(), lineterm="", n=0
+            )
+            figures.say("  the calls differ in:\n  " + "\n  ".join(list(diff)[:12]))
     figures.check(
         "0 done twice",
         f"review requests completed more than once {len(twice_completed)} "

@@ -139,6 +139,8 @@ class PollAiRunRow(SQLModel, table=True):
     calls: int = Field(sa_column=Column(Integer, nullable=False))
     error: str | None = Field(default=None, sa_column=Column(String(40), nullable=True))
     error_at: float | None = Field(default=None, sa_column=Column(Double, nullable=True))
+    # The batch sent under the lease and not yet answered (JSON; migration 0003).
+    pending: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
 
 
 class PollAuditRow(SQLModel, table=True):

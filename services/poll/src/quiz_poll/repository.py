@@ -123,7 +123,8 @@ SQL: dict[str, str] = {
     ),
     # Free when null or its heartbeat is over 60 s old, AND no failure or one over 30 s old.
     "run_claim": (
-        "UPDATE poll_ai_runs SET lease_at = :now, heartbeat_at = :now WHERE evaluation_id = :e"
+        "UPDATE poll_ai_runs SET lease_at = :now, heartbeat_at = :now, pending = NULL"
+        " WHERE evaluation_id = :e"
         " AND (lease_at IS NULL OR COALESCE(heartbeat_at, lease_at) < :stale)"
         " AND (error IS NULL OR error_at IS NULL OR error_at < :cool) AND calls < :cap"
     ),
@@ -138,27 +139,34 @@ SQL: dict[str, str] = {
         "UPDATE poll_ai_runs SET heartbeat_at = :now WHERE evaluation_id = :e AND lease_at = :lease"
         " AND (heartbeat_at IS NULL OR heartbeat_at <= lease_at OR heartbeat_at < :alive)"
     ),
+    "run_keep_pending": (
+        "UPDATE poll_ai_runs SET pending = :pending WHERE evaluation_id = :e AND lease_at = :lease"
+    ),
+    "run_pending": (
+        "SELECT pending FROM poll_ai_runs WHERE evaluation_id = :e AND lease_at = :lease"
+    ),
     "run_pause": (
         "UPDATE poll_ai_runs SET heartbeat_at = NULL WHERE evaluation_id = :e AND lease_at = :lease"
     ),
     "run_success": (
         "UPDATE poll_ai_runs SET calls = calls + 1, error = NULL, error_at = NULL,"
-        " heartbeat_at = :now WHERE evaluation_id = :e AND lease_at = :lease"
+        " heartbeat_at = :now, pending = NULL WHERE evaluation_id = :e AND lease_at = :lease"
     ),
     "run_failure": (
         "UPDATE poll_ai_runs SET error = :error, error_at = :now, lease_at = NULL,"
-        " heartbeat_at = :now WHERE evaluation_id = :e AND lease_at = :lease"
+        " heartbeat_at = :now, pending = NULL WHERE evaluation_id = :e AND lease_at = :lease"
     ),
     "run_release": (
-        "UPDATE poll_ai_runs SET lease_at = NULL, heartbeat_at = :now"
+        "UPDATE poll_ai_runs SET lease_at = NULL, heartbeat_at = :now, pending = NULL"
         " WHERE evaluation_id = :e AND lease_at = :lease"
     ),
     "run_reset": (
-        "UPDATE poll_ai_runs SET lease_at = NULL, heartbeat_at = :now, calls = 0, error = NULL,"
-        " error_at = NULL WHERE evaluation_id = :e"
+        "UPDATE poll_ai_runs SET lease_at = NULL, heartbeat_at = :now, pending = NULL, calls = 0,"
+        " error = NULL, error_at = NULL WHERE evaluation_id = :e"
     ),
     "run_drop": (
-        "UPDATE poll_ai_runs SET lease_at = NULL, heartbeat_at = :now WHERE evaluation_id = :e"
+        "UPDATE poll_ai_runs SET lease_at = NULL, heartbeat_at = :now, pending = NULL"
+        " WHERE evaluation_id = :e"
     ),
     # --- the freeze (amendment 2026-10-15) ---------------------------------------------------
     "due_freeze": (
@@ -659,6 +667,22 @@ class PollRepository:
         another pass of it is running (`pass_running` tells which from `ai_run`)."""
         p = {"e": evaluation_id, "lease": lease, "now": now, "alive": now - _ALIVE_S}
         return conn.exec_driver_sql(self._sql["run_start"], p).rowcount == 1
+
+    @transaction
+    def keep_pending(
+        self, conn: Connection, evaluation_id: str, lease: float, pending: str
+    ) -> None:
+        """Write the batch the pass of `lease` is about to send (JSON), before the call."""
+        p = {"e": evaluation_id, "lease": lease, "pending": pending}
+        conn.exec_driver_sql(self._sql["run_keep_pending"], p)
+
+    @read_only
+    def pending(self, conn: Connection, evaluation_id: str, lease: float) -> str | None:
+        """The batch sent under `lease` whose verdicts are not written yet, or None."""
+        row = conn.exec_driver_sql(
+            self._sql["run_pending"], {"e": evaluation_id, "lease": lease}
+        ).first()
+        return None if row is None else row[0]
 
     @transaction
     def pause(self, conn: Connection, evaluation_id: str, lease: float) -> None:

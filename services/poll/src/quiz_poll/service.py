@@ -38,7 +38,7 @@ from nats.js import JetStreamContext
 
 from quiz_contracts import subjects
 from quiz_contracts.errors import ContractError, ErrorCode
-from quiz_contracts.llm import Purpose
+from quiz_contracts.llm import CompleteRequest, Purpose
 from quiz_contracts.poll import (
     BrainstormAnswer,
     BrainstormClose,
@@ -59,6 +59,7 @@ from quiz_contracts.poll import (
     PollTallyFrame,
 )
 from quiz_poll.domain.ai import (
+    Batch,
     apply_ai_verdicts,
     build_call,
     complete_request,
@@ -67,7 +68,7 @@ from quiz_poll.domain.ai import (
     retroactive_marks,
     select_batch,
 )
-from quiz_poll.domain.ai_ids import batch_request_id
+from quiz_poll.domain.ai_ids import batch_request_id, pending_record, read_pending
 from quiz_poll.domain.ai_run import (
     ERROR_COOLDOWN,
     PASS_ALIVE,
@@ -842,6 +843,16 @@ class PollService:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
 
+    async def _pending_batch(
+        self, evaluation_id: str, lease: float, live: LivePoll
+    ) -> tuple[Batch, CompleteRequest] | None:
+        """The batch a pass of `lease` sent and never saw answered, unless every one of its
+        ideas has been decided since (by the teacher): then a fresh batch is chosen."""
+        kept = read_pending(await self.repo.pending(evaluation_id, lease))
+        if kept is None or all(idea.key in live.tally.marks for idea in kept[0].fresh):
+            return None
+        return kept
+
     def _end_pass(self, evaluation_id: str, lease: float) -> None:
         if self._passes.get(evaluation_id) == lease:
             del self._passes[evaluation_id]
@@ -860,10 +871,17 @@ class PollService:
             if calls >= RUN_CAP:
                 await self._ai_failed(live, lease, PollAiError.run_cap)
                 return
-            answers = list(live.answers.items())
-            marks = dict(live.tally.marks)
-            batch = await asyncio.to_thread(select_batch, answers, marks, sent)
-            if not batch.fresh:
+            # Run again under this lease: the batch still out goes first, as it was sent.
+            resend = None if sent else await self._pending_batch(evaluation_id, lease, live)
+            if resend is not None:
+                batch, request = resend
+                sent |= batch.keys
+                call = build_call(live.row.prompt, batch, name_mask(self._people(live)))
+            else:
+                answers = list(live.answers.items())
+                marks = dict(live.tally.marks)
+                batch = await asyncio.to_thread(select_batch, answers, marks, sent)
+            if resend is None and not batch.fresh:
                 await self.repo.release(evaluation_id, lease, self.clock())
                 # Look once more, in the database: ideas typed between the last read and the
                 # release, on any replica (whose claim failed while this pass held the lease).
@@ -882,15 +900,18 @@ class PollService:
                             await self._reload(evaluation_id)
                         await self.request_ai_pass(evaluation_id, look=False)
                 return
-            sent |= batch.keys
-            call = build_call(live.row.prompt, batch, name_mask(self._people(live)))
-            request = complete_request(call, live.row.teacher_id, "")
-            request = request.model_copy(
-                update={
-                    "request_id": batch_request_id(evaluation_id, lease, request),
-                    "deadline_s": self.ai_deadline_s,
-                }
-            )
+            if resend is None:
+                sent |= batch.keys
+                call = build_call(live.row.prompt, batch, name_mask(self._people(live)))
+                request = complete_request(call, live.row.teacher_id, "")
+                request = request.model_copy(
+                    update={
+                        "request_id": batch_request_id(evaluation_id, lease, request),
+                        "deadline_s": self.ai_deadline_s,
+                    }
+                )
+                # Kept until its verdicts are written: a pass run again sends it again.
+                await self.repo.keep_pending(evaluation_id, lease, pending_record(batch, request))
             try:
                 async with self._beating(evaluation_id, lease):
                     reply = await self.llm.complete(request)

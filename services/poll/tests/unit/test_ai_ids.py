@@ -36,3 +36,19 @@ def test_another_batch_pass_or_poll_is_another_call() -> None:
 
 def test_the_id_fits_the_contract() -> None:
     assert len(batch_request_id("e" * 300, 1.5, batch("x"))) <= 200
+
+
+def test_the_batch_kept_while_its_call_is_out_reads_back_as_it_was_sent() -> None:
+    """A pass run again sends the very request it kept (issue 20): same ideas, same id."""
+    from quiz_poll.domain.ai import Batch, BatchIdea, build_call, complete_request
+    from quiz_poll.domain.ai_ids import batch_request_id, pending_record, read_pending
+    from quiz_poll.domain.masking import name_mask
+
+    batch = Batch(fresh=(BatchIdea("velo", "vélo"),), context=(BatchIdea("bus", "Bus"),))
+    request = complete_request(build_call("Comment venir ?", batch, name_mask([])), "t-1", "")
+    request = request.model_copy(update={"request_id": batch_request_id("ev1", 1.5, request)})
+    kept = read_pending(pending_record(batch, request))
+    assert kept == (batch, request)
+    assert read_pending(None) is None
+    assert read_pending("{not json") is None
+    assert read_pending('{"fresh": 1}') is None

@@ -10,13 +10,20 @@ request without its request id and deadline: the ideas sent, their context, the 
 - A batch that differs (ideas typed meanwhile, a mark the teacher changed) is another question:
   another id, its own call; it can never meet the gateway's `invalid_request` for an id reused
   with another request.
+- A pass run again under the same lease (its job delivered again) first sends the batch the
+  run kept while its call was out (`pending_record`, `poll_ai_runs.pending`), request id and
+  all: chosen afresh it would hold the ideas typed meanwhile too, another id, and the first
+  ideas would be paid twice.
 - A later pass (a new lease) asks afresh: an idea the model left out is judged again, not
   answered from the earlier reply.
 """
 
 from __future__ import annotations
 
+import json
+
 from quiz_contracts.llm import CompleteRequest
+from quiz_poll.domain.ai import Batch, BatchIdea
 from quiz_servicekit.request_ids import bounded_id, digest
 
 
@@ -24,3 +31,32 @@ def batch_request_id(evaluation_id: str, lease: float, call: CompleteRequest) ->
     """The id of `call`, the batch the pass holding `lease` sends for `evaluation_id`."""
     content = call.model_copy(update={"request_id": None, "deadline_s": None})
     return bounded_id("poll", evaluation_id, repr(lease), digest(content))
+
+
+def pending_record(batch: Batch, request: CompleteRequest) -> str:
+    """What the AI run keeps of a batch while its call is out (`poll_ai_runs.pending`): its
+    ideas, its context and the request with its id, as JSON."""
+    return json.dumps(
+        {
+            "fresh": [[idea.key, idea.text] for idea in batch.fresh],
+            "context": [[idea.key, idea.text] for idea in batch.context],
+            "request": request.model_dump(mode="json"),
+        },
+        ensure_ascii=False,
+    )
+
+
+def read_pending(text: str | None) -> tuple[Batch, CompleteRequest] | None:
+    """The batch and request a `pending_record` kept; None when there is none or it does not
+    read (a pass then chooses its batch afresh)."""
+    if not text:
+        return None
+    try:
+        data = json.loads(text)
+        batch = Batch(
+            fresh=tuple(BatchIdea(str(k), str(t)) for k, t in data["fresh"]),
+            context=tuple(BatchIdea(str(k), str(t)) for k, t in data["context"]),
+        )
+        return batch, CompleteRequest.model_validate(data["request"])
+    except (ValueError, KeyError, TypeError):
+        return None
