@@ -9,12 +9,10 @@ stream), the real database (SQLite; PostgreSQL behind a TCP proxy the test shuts
 from __future__ import annotations
 
 import asyncio
-import inspect
 import os
 import re
 import signal
 import urllib.request
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -28,6 +26,7 @@ from quiz_servicekit.natsio import request
 from quiz_testkit.anthropic_stub import AnthropicStub, StubReply
 from quiz_testkit.nats_server import nats_connect
 from quiz_testkit.processes import ServiceProcess
+from quiz_testkit.scripts import eventually
 
 from .test_durable_settle import Outage
 from .test_gateway import request as complete_request
@@ -59,19 +58,6 @@ def pending_gauge(proc: ServiceProcess) -> float | None:
         text = r.read().decode()
     found = re.search(rf"^{PENDING} (\S+)$", text, re.MULTILINE)
     return float(found.group(1)) if found else None
-
-
-async def eventually(check: Callable[[], object], timeout_s: float = 30.0) -> None:
-    """Wait until `check()` (a value or an awaitable) is true."""
-    deadline = asyncio.get_running_loop().time() + timeout_s
-    while True:
-        result = check()
-        if inspect.isawaitable(result):
-            result = await result
-        if result:
-            return
-        assert asyncio.get_running_loop().time() < deadline, "timed out"
-        await asyncio.sleep(0.2)
 
 
 async def test_a_replica_killed_during_an_outage_leaves_its_paid_call_to_another(
