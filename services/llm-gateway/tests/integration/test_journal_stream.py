@@ -135,6 +135,6 @@ async def test_a_replica_killed_during_an_outage_leaves_its_paid_call_to_another
         await asyncio.to_thread(second.stop)
         outage.end()
         if outage.proxy is not None:
-            await outage.proxy.refuse()
+            outage.proxy.refuse()
         await nc.drain()
         repo.db.close()
