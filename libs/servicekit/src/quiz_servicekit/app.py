@@ -32,14 +32,8 @@ from quiz_servicekit.auth import JwtVerifier
 from quiz_servicekit.background import BackgroundWork
 from quiz_servicekit.db import Database, default_sqlite_url
 from quiz_servicekit.docs import serve_docs
-from quiz_servicekit.http import (
-    BodyGuardMiddleware,
-    CatchAllMiddleware,
-    ReadyCheck,
-    TelemetryMiddleware,
-    install_error_handlers,
-)
-from quiz_servicekit.http_protocol import EdgeH11Protocol
+from quiz_servicekit.http import EdgeApp, EdgeMiddleware, ReadyCheck, install_error_handlers
+from quiz_servicekit.http_protocol import EdgeHttpToolsProtocol
 from quiz_servicekit.jetstream import ConsumerSpec, StreamSpec
 from quiz_servicekit.metrics import ServiceMetrics
 from quiz_servicekit.micro import EndpointSpec, MicroService, start_micro_service
@@ -268,9 +262,9 @@ def create_service_app(
             if runtime._db is not None:
                 await asyncio.to_thread(runtime._db.close)
 
-    # FastAPI's own telemetry is off: TelemetryMiddleware makes the one SERVER span per request
+    # FastAPI's own telemetry is off: EdgeMiddleware makes the one SERVER span per request
     # and the Prometheus RED metrics, the same way for every service.
-    app = FastAPI(
+    app = EdgeApp(
         title=runtime.name,
         version=runtime.version,
         lifespan=lifespan,
@@ -292,15 +286,16 @@ def create_service_app(
         else _Unconfigured()
     )
     install_error_handlers(app)
-    # Added innermost first: the catch-all wraps telemetry, which wraps the body guard.
+    # The whole edge in one middleware (quiz_servicekit.http): request id and catch-all, span
+    # and RED metrics, body limit, JSON guard.
     service_routes = [r for router in routers for r in router.routes if isinstance(r, APIRoute)]
     app.add_middleware(
-        BodyGuardMiddleware,
+        EdgeMiddleware,
+        service=runtime.name,
+        metrics=runtime.metrics,
         routes=service_routes,
         default_max_bytes=settings.http_max_body_bytes,
     )
-    app.add_middleware(TelemetryMiddleware, metrics=runtime.metrics, service=runtime.name)
-    app.add_middleware(CatchAllMiddleware, service=runtime.name)
     app.include_router(health_router(runtime))
     for router in routers:
         app.include_router(router)
@@ -360,12 +355,15 @@ def bind_socket(host: str, port: int) -> socket.socket:
 def uvicorn_server(app: FastAPI, settings: ServiceSettings) -> uvicorn.Server:
     """A uvicorn server for `app` without its own logging setup (ours is in the lifespan).
 
-    Its HTTP/1.1 parser is always h11 through `EdgeH11Protocol`: the header limit and the JSON
-    refusals of requests the app never sees (quiz_servicekit.http_protocol).
+    Its HTTP/1.1 parser is httptools (llhttp, uvicorn's C parser) through
+    `EdgeHttpToolsProtocol`: the header limit and the JSON refusals of requests the app never
+    sees (quiz_servicekit.http_protocol). No proxy-header rewriting: no service reads the
+    client's address or scheme, and uvicorn's middleware for it is one more call per request.
     """
     config = uvicorn.Config(
         app,
-        http=EdgeH11Protocol,
+        http=EdgeHttpToolsProtocol,
+        proxy_headers=False,
         log_config=None,
         log_level=settings.log_level.lower(),
         access_log=False,

@@ -1,9 +1,9 @@
 """HTTP edge: request ids and a catch-all, body limits, RED metrics and spans, `{code, message}`.
 
-Middleware order, outermost first: `CatchAllMiddleware` (request id; any unexpected exception
-becomes a 500 `internal` JSON body), `TelemetryMiddleware` (SERVER span, RED metrics),
-`BodyGuardMiddleware` (413 over the route's maximum before the body is read whole, 400 for
-hostile JSON), then the routes, whose dependencies check the token.
+One middleware, `EdgeMiddleware`, outermost: request id and catch-all (any unexpected exception
+becomes a 500 `internal` JSON body), SERVER span and RED metrics, the body limit (413 over the
+route's maximum before the body is read whole) and the JSON guard (400 for hostile JSON); then
+the app's exception handlers and the routes, whose dependencies check the token (`EdgeApp`).
 """
 
 from __future__ import annotations
@@ -15,11 +15,15 @@ from collections.abc import Awaitable, Callable, Sequence
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
+from fastapi.middleware.asyncexitstack import AsyncExitStackMiddleware
 from fastapi.responses import JSONResponse
 from fastapi.routing import APIRoute
+from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.trace import SpanKind, Status, StatusCode
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.middleware import Middleware
+from starlette.middleware.exceptions import ExceptionMiddleware
 from starlette.routing import Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -34,38 +38,116 @@ log = logging.getLogger(__name__)
 _UNTRACED = {"/healthz", "/readyz", "/metrics"}
 
 
-class TelemetryMiddleware:
-    """Pure ASGI middleware: one SERVER span (remote parent from traceparent) and RED per route."""
+# A bounded memo of which route a (method, path) is and its body maximum: one poll is one path
+# taking thousands of answers, and a scan of every route per request is what it saves.
+_ROUTE_MEMO_MAX = 4096
 
-    def __init__(self, app: ASGIApp, metrics: ServiceMetrics, service: str) -> None:
+
+class EdgeMiddleware:
+    """The edge in one pure ASGI middleware, in this order of effects, outermost first:
+
+    1. a request id for every request (the caller's `X-Request-Id` when sane, else fresh; echoed
+       in the response header) and a catch-all: an unexpected exception is logged under the id
+       and answered 500 `internal` carrying it, never the exception itself;
+    2. one SERVER span per request (remote parent from the trace context headers, W3C
+       `traceparent` by default) and the RED metrics per route template; probes and scrapes
+       (`/healthz`, `/readyz`, `/metrics`) are neither traced nor counted;
+    3. for a request with a body (not GET/HEAD/OPTIONS) the body limit: the route's own FastAPI
+       `max_body_size` (`@router.post(..., max_body_size=N)`) or the service's
+       HTTP_MAX_BODY_BYTES; a declared Content-Length over it is 413 `payload_too_large` unread,
+       a chunked body is counted as it arrives and refused at the first byte over;
+    4. the JSON guard: a JSON body under the maximum is checked by `guard_json` (depth, lone
+       surrogates: 400 `invalid_request`), then replayed unchanged to the routes.
+
+    All of it happens before routing, so before any dependency (the token check) runs. One
+    middleware instead of three, and instead of Starlette's `ServerErrorMiddleware` (this is the
+    500 handler: `EdgeApp`): one call and one `send` wrapper per request, the headers read once.
+    """
+
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        service: str,
+        metrics: ServiceMetrics,
+        routes: Sequence[APIRoute],
+        default_max_bytes: int,
+    ) -> None:
         self.app = app
+        self.service = service
         self.metrics = metrics
         self.tracer = trace.get_tracer(f"quiz.{service}.http")
+        self.routes = routes
+        self.default_max_bytes = default_max_bytes
+        self._route_memo: dict[tuple[str, str], tuple[APIRoute | None, int]] = {}
+
+    def _route_and_limit(self, scope: Scope) -> tuple[APIRoute | None, int]:
+        key = (scope["method"], scope["path"])
+        found = self._route_memo.get(key)
+        if found is None:
+            found = None, self.default_max_bytes
+            for route in self.routes:
+                if route.matches(scope)[0] is Match.FULL:
+                    limit = route.max_body_size
+                    found = route, self.default_max_bytes if limit is None else limit
+                    break
+            if len(self._route_memo) >= _ROUTE_MEMO_MAX:
+                self._route_memo.clear()
+            self._route_memo[key] = found
+        return found
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["path"] in _UNTRACED:
+        if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        headers: dict[str, str] = {}
+        for name, value in scope["headers"]:
+            headers[name.decode("latin-1")] = value.decode("latin-1")
+        request_id = new_request_id(headers.get("x-request-id"))
+        scope.setdefault("state", {})["request_id"] = request_id
+        id_header = (b"x-request-id", request_id.encode())
         started = time.perf_counter()
-        headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
         status = 500
+        response_started = False
 
-        async def send_wrapper(message: Message) -> None:
-            nonlocal status
+        async def send_with_id(message: Message) -> None:
+            nonlocal status, response_started
             if message["type"] == "http.response.start":
+                response_started = True
                 status = message["status"]
+                message["headers"] = [*message.get("headers", ()), id_header]
             await send(message)
 
         method = scope["method"]
-        with self.tracer.start_as_current_span(
-            f"{method} {scope['path']}",
-            context=extract_context(headers),
-            kind=SpanKind.SERVER,
-            attributes={"http.request.method": method, "url.path": scope["path"]},
-        ) as span:
-            try:
-                await self.app(scope, receive, send_wrapper)
-            finally:
+        path = scope["path"]
+        traced = path not in _UNTRACED
+        span = None
+        token = None
+        if traced:
+            span = self.tracer.start_span(
+                f"{method} {path}",
+                context=extract_context(headers),
+                kind=SpanKind.SERVER,
+                attributes={"http.request.method": method, "url.path": path},
+            )
+            token = otel_context.attach(trace.set_span_in_context(span))
+        try:
+            if method in ("GET", "HEAD", "OPTIONS"):
+                await self.app(scope, receive, send_with_id)
+            else:
+                await self._guarded(scope, receive, send_with_id, headers)
+        except Exception as e:
+            log.exception(
+                "%s: %s %s failed [request_id=%s]", self.service, method, path, request_id
+            )
+            if span is not None:
+                span.record_exception(e)
+            status = 500
+            if not response_started:
+                await _send_error(send, internal_error(request_id), request_id)
+        finally:
+            if span is not None and token is not None:
+                otel_context.detach(token)
                 route = scope.get("route")
                 template = getattr(route, "path", None) or "unmatched"
                 span.update_name(f"{method} {template}")
@@ -73,100 +155,23 @@ class TelemetryMiddleware:
                 span.set_attribute("http.response.status_code", status)
                 if status >= 500:
                     span.set_status(Status(StatusCode.ERROR))
+                span.end()
                 self.metrics.http_requests.labels(template, method, str(status)).inc()
                 self.metrics.http_duration.labels(template, method).observe(
                     time.perf_counter() - started
                 )
 
-
-async def _send_error(send: Send, error: ContractError, request_id: str | None = None) -> None:
-    """A whole `{code, message}` response, sent from middleware (no Response object needed)."""
-    body = json.dumps(error.to_body().model_dump(mode="json", exclude_none=True)).encode()
-    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
-    if request_id:
-        headers.append((b"x-request-id", request_id.encode()))
-    await send({"type": "http.response.start", "status": error.status, "headers": headers})
-    await send({"type": "http.response.body", "body": body})
-
-
-class CatchAllMiddleware:
-    """A request id for every request; an unexpected exception is logged under it, answered 500.
-
-    The id is the caller's `X-Request-Id` when sane, else fresh; it is echoed in the response
-    header. The caller of a failed request sees `internal` and the id, never the exception.
-    """
-
-    def __init__(self, app: ASGIApp, service: str) -> None:
-        self.app = app
-        self.service = service
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        offered = next((v for k, v in scope["headers"] if k == b"x-request-id"), b"")
-        request_id = new_request_id(offered.decode("latin-1") or None)
-        scope.setdefault("state", {})["request_id"] = request_id
-        started = False
-
-        async def send_with_id(message: Message) -> None:
-            nonlocal started
-            if message["type"] == "http.response.start":
-                started = True
-                message.setdefault("headers", [])
-                message["headers"] = [*message["headers"], (b"x-request-id", request_id.encode())]
-            await send(message)
-
-        try:
-            await self.app(scope, receive, send_with_id)
-        except Exception:
-            log.exception(
-                "%s: %s %s failed [request_id=%s]",
-                self.service,
-                scope.get("method"),
-                scope.get("path"),
-                request_id,
-            )
-            if not started:
-                await _send_error(send, internal_error(request_id), request_id)
-
-
-class BodyGuardMiddleware:
-    """Refuse a body over its route's maximum (413) before reading it whole; vet JSON (400).
-
-    The maximum is the route's own FastAPI `max_body_size` (`@router.post(..., max_body_size=N)`)
-    or the service's HTTP_MAX_BODY_BYTES. A declared Content-Length over it is refused unread; a
-    chunked body is counted as it arrives and refused at the first byte over. A JSON body under
-    the maximum is checked by `guard_json` (depth, lone surrogates), then replayed unchanged.
-    All of it happens before routing, so before any dependency (the token check) runs.
-    """
-
-    def __init__(self, app: ASGIApp, routes: Sequence[APIRoute], default_max_bytes: int) -> None:
-        self.app = app
-        self.routes = routes
-        self.default_max_bytes = default_max_bytes
-
-    def _limit(self, scope: Scope) -> int:
-        for route in self.routes:
-            if route.matches(scope)[0] is Match.FULL:
-                # Telemetry labels the request by this template even when we answer it here.
-                scope["route"] = route
-                limit = route.max_body_size
-                return self.default_max_bytes if limit is None else limit
-        return self.default_max_bytes
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["method"] in ("GET", "HEAD", "OPTIONS"):
-            await self.app(scope, receive, send)
-            return
-        limit = self._limit(scope)
-        headers = dict(scope["headers"])
-        declared = headers.get(b"content-length")
-        too_large = ContractError(
-            ErrorCode.payload_too_large, f"request body over {limit} bytes, this route's maximum"
-        )
+    async def _guarded(
+        self, scope: Scope, receive: Receive, send: Send, headers: dict[str, str]
+    ) -> None:
+        """The body limit and the JSON guard, then the routes with the body replayed."""
+        route, limit = self._route_and_limit(scope)
+        if route is not None:
+            # Telemetry labels the request by this template even when we answer it here.
+            scope["route"] = route
+        declared = headers.get("content-length")
         if declared is not None and declared.isdigit() and int(declared) > limit:
-            await _send_error(send, too_large)
+            await _send_error(send, _too_large(limit))
             return
         chunks: list[bytes] = []
         size = 0
@@ -179,20 +184,63 @@ class BodyGuardMiddleware:
             chunk = message.get("body", b"")
             size += len(chunk)
             if size > limit:
-                await _send_error(send, too_large)
+                await _send_error(send, _too_large(limit))
                 return
             chunks.append(chunk)
             more = message.get("more_body", False)
-        body = b"".join(chunks)
-        content_type = headers.get(b"content-type", b"application/json")
-        content_type = content_type.split(b";")[0].strip().lower()
-        if body and (content_type == b"application/json" or content_type.endswith(b"+json")):
+        body = chunks[0] if len(chunks) == 1 else b"".join(chunks)
+        content_type = headers.get("content-type", "application/json")
+        content_type = content_type.split(";")[0].strip().lower()
+        if body and (content_type == "application/json" or content_type.endswith("+json")):
             try:
                 guard_json(body)
             except ContractError as e:
                 await _send_error(send, e)
                 return
         await self.app(scope, _replay([body], None, receive), send)
+
+
+def _too_large(limit: int) -> ContractError:
+    return ContractError(
+        ErrorCode.payload_too_large, f"request body over {limit} bytes, this route's maximum"
+    )
+
+
+async def _send_error(send: Send, error: ContractError, request_id: str | None = None) -> None:
+    """A whole `{code, message}` response, sent from middleware (no Response object needed)."""
+    body = json.dumps(error.to_body().model_dump(mode="json", exclude_none=True)).encode()
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    if request_id:
+        headers.append((b"x-request-id", request_id.encode()))
+    await send({"type": "http.response.start", "status": error.status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
+class EdgeApp(FastAPI):
+    """FastAPI whose middleware stack is the edge: `EdgeMiddleware` outermost, then the app's
+    exception handlers (`ExceptionMiddleware`) and FastAPI's file-closing `AsyncExitStack`.
+
+    Starlette's `ServerErrorMiddleware` (a plain-text 500, which `EdgeMiddleware`'s catch-all
+    answers first as JSON), FastAPI's exception telemetry (off: the edge makes the span) and its
+    app-wide body limit (the edge's is per route) are left out: three calls per request that
+    did nothing here.
+    """
+
+    def build_middleware_stack(self) -> ASGIApp:
+        assert self.user_middleware and self.user_middleware[0].cls is EdgeMiddleware, (
+            "EdgeMiddleware is the outermost middleware: it is the 500 handler"
+        )
+        assert self.max_body_size is None, "body limits are EdgeMiddleware's, per route"
+        handlers = {k: v for k, v in self.exception_handlers.items() if k not in (500, Exception)}
+        middleware = [
+            *self.user_middleware,
+            Middleware(ExceptionMiddleware, handlers=handlers, debug=self.debug),
+            Middleware(AsyncExitStackMiddleware),
+        ]
+        app: ASGIApp = self.router
+        for cls, args, kwargs in reversed(middleware):
+            app = cls(app, *args, **kwargs)
+        return app
 
 
 def _replay(chunks: list[bytes], pending: Message | None, receive: Receive) -> Receive:

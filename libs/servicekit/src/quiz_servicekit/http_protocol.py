@@ -1,21 +1,22 @@
-"""uvicorn's h11 protocol with the edge's header limit and `{code, message}` refusals.
+"""uvicorn's HTTP/1.1 protocols with the edge's header limit and `{code, message}` refusals.
 
-Before the app sees a request, uvicorn parses its request line and headers with h11. Left to
-itself it refuses an oversized header block (a long bearer token) or a malformed request with a
-plain-text 400 and closes the socket at once, while the client is still sending: the client gets
-a connection reset instead of an answer. And h11 only measures a header block that arrives in
-pieces, so whether a 100 kB token is refused depended on how the kernel split the bytes.
-`EdgeH11Protocol` fixes all three:
+Before the app sees a request, uvicorn parses its request line and headers. Left to itself it
+refuses an oversized header block (a long bearer token) or a malformed request with a plain-text
+400 and closes the socket at once, while the client is still sending: the client gets a
+connection reset instead of an answer. h11 only measures a header block that arrives in pieces
+(whether a 100 kB token was refused depended on how the kernel split the bytes), and httptools
+measures none. Both edge protocols answer the same way:
 
 - a request line and headers over `HTTP_MAX_HEADER_BYTES` are refused with 413
-  `payload_too_large`, however they arrive (measured incomplete by h11, complete by us);
-- a request h11 cannot parse is 400 `invalid_request`;
+  `payload_too_large`, however they arrive (measured incomplete and complete);
+- a request the parser cannot parse is 400 `invalid_request`;
 - either answer is JSON with `Connection: close`; the socket is then half-closed and what the
   client still sends is read and dropped (at most `LINGER_BYTES`, `LINGER_S` seconds) before it is
   closed, so the answer is read rather than lost to a reset (nginx's "lingering close").
 
-`uvicorn_server` (quiz_servicekit.app) uses it, explicitly, so installing httptools never swaps in
-a parser with other limits.
+`EdgeHttpToolsProtocol` (uvicorn's httptools protocol: llhttp, in C) is what `uvicorn_server`
+(quiz_servicekit.app) serves with: about a third of the CPU of h11 per request.
+`EdgeH11Protocol` (pure Python) stays for where httptools has no wheel.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from typing import Any
 import h11
 from uvicorn.config import Config
 from uvicorn.protocols.http.h11_impl import H11Protocol
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 from uvicorn.server import ServerState
 
 from quiz_contracts.errors import ContractError, ErrorCode
@@ -67,7 +69,29 @@ class _MeasuredConnection(h11.Connection):
         return event
 
 
-class EdgeH11Protocol(H11Protocol):
+class _Lingering:
+    """The lingering close after a refusal: half-close, drop what the client still sends."""
+
+    transport: asyncio.Transport
+    loop: asyncio.AbstractEventLoop
+    _lingering = False
+    _lingered = 0
+
+    def _linger(self) -> None:
+        """Half-close, drop what the client still sends, close when it does or after LINGER_S."""
+        self._lingering = True
+        if self.transport.can_write_eof():
+            self.transport.write_eof()
+        self.loop.call_later(LINGER_S, self.transport.close)
+
+    def _drop(self, size: int) -> None:
+        """Read and dropped: the answer is already sent."""
+        self._lingered += size
+        if self._lingered > LINGER_BYTES:
+            self.transport.close()
+
+
+class EdgeH11Protocol(_Lingering, H11Protocol):
     """uvicorn's h11 protocol; refusals before the app are `{code, message}`, read to the end."""
 
     def __init__(
@@ -80,47 +104,127 @@ class EdgeH11Protocol(H11Protocol):
         super().__init__(config, server_state, app_state, _loop)
         self._measured = _MeasuredConnection(HTTP_MAX_HEADER_BYTES)
         self.conn = self._measured
-        self._lingering = False
-        self._lingered = 0
 
     def data_received(self, data: bytes) -> None:
         if self._lingering:
-            # Read and dropped: the answer is already sent.
-            self._lingered += len(data)
-            if self._lingered > LINGER_BYTES:
-                self.transport.close()
+            self._drop(len(data))
             return
         super().data_received(data)
 
     def send_400_response(self, msg: str) -> None:
         """uvicorn calls this when h11 refuses the request; we answer in the edge's words."""
         refusal = self._measured.refusal
-        if refusal is not None and refusal.error_status_hint == 431:
-            error = ContractError(
-                ErrorCode.payload_too_large,
-                f"request headers over {HTTP_MAX_HEADER_BYTES} bytes (a bearer token is at most "
-                "a fraction of that)",
-            )
-        else:
-            error = ContractError(ErrorCode.invalid_request, "malformed HTTP request")
+        error = _refusal(refusal is not None and refusal.error_status_hint == 431)
         self.logger.warning("refused before routing: %s", error.message)
-        body = json.dumps(error.to_body().model_dump(mode="json", exclude_none=True)).encode()
-        headers = [
-            (b"content-type", b"application/json"),
-            (b"content-length", str(len(body)).encode()),
-            (b"connection", b"close"),
-        ]
+        status, headers, body = _refusal_parts(error)
         for event in (
-            h11.Response(status_code=error.status, headers=headers),
+            h11.Response(status_code=status, headers=headers),
             h11.Data(data=body),
             h11.EndOfMessage(),
         ):
             self.transport.write(self.conn.send(event) or b"")
         self._linger()
 
-    def _linger(self) -> None:
-        """Half-close, drop what the client still sends, close when it does or after LINGER_S."""
-        self._lingering = True
-        if self.transport.can_write_eof():
-            self.transport.write_eof()
-        self.loop.call_later(LINGER_S, self.transport.close)
+
+def _refusal(too_large: bool) -> ContractError:
+    """What a request refused before routing is answered: 413 for its size, else 400."""
+    if too_large:
+        return ContractError(
+            ErrorCode.payload_too_large,
+            f"request headers over {HTTP_MAX_HEADER_BYTES} bytes (a bearer token is at most "
+            "a fraction of that)",
+        )
+    return ContractError(ErrorCode.invalid_request, "malformed HTTP request")
+
+
+def _refusal_parts(error: ContractError) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
+    """Status, headers and JSON body of a refusal; the connection closes after it."""
+    body = json.dumps(error.to_body().model_dump(mode="json", exclude_none=True)).encode()
+    headers = [
+        (b"content-type", b"application/json"),
+        (b"content-length", str(len(body)).encode()),
+        (b"connection", b"close"),
+    ]
+    return error.status, headers, body
+
+
+class _HeadersTooLarge(Exception):
+    """Raised from a parser callback: httptools stops with `HttpParserCallbackError`, a parse
+    error, which uvicorn answers through `send_400_response`."""
+
+
+class EdgeHttpToolsProtocol(_Lingering, HttpToolsProtocol):
+    """uvicorn's httptools protocol with the edge's header limit; refusals `{code, message}`.
+
+    httptools (llhttp) buffers a header it has not seen the end of, whatever its size. The block
+    is measured twice: what the parser hands over (request target, each header) as it completes,
+    and, while the block is still incomplete, the bytes received for it, so a block without an
+    end is refused at `HTTP_MAX_HEADER_BYTES` (plus at most one read) rather than held.
+    """
+
+    def __init__(
+        self,
+        config: Config,
+        server_state: ServerState,
+        app_state: dict[str, Any],
+        _loop: asyncio.AbstractEventLoop | None = None,
+    ) -> None:
+        super().__init__(config, server_state, app_state, _loop)
+        self._in_head = False
+        self._head_bytes = 0  # the complete parts of this request's line and headers
+        self._head_received = 0  # bytes received while this request's block was incomplete
+        self._too_large = False
+
+    def data_received(self, data: bytes) -> None:
+        if self._lingering:
+            self._drop(len(data))
+            return
+        # A read that began inside an incomplete block is all head bytes until the block ends;
+        # one that began a request is measured by the callbacks (its tail is at most one read).
+        counted = self._in_head
+        super().data_received(data)
+        if self._lingering or not (counted and self._in_head):
+            return
+        self._head_received += len(data)
+        if self._head_received > HTTP_MAX_HEADER_BYTES:
+            self._too_large = True
+            self.send_400_response("headers too large")
+
+    def on_message_begin(self) -> None:
+        super().on_message_begin()
+        self._in_head = True
+        # The request line's fixed part (" HTTP/1.1\r\n") and the blank line ending the block.
+        self._head_bytes = 13
+        self._head_received = 0
+
+    def on_url(self, url: bytes) -> None:
+        self._count(len(url))
+        super().on_url(url)
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        self._count(len(name) + len(value) + 4)
+        super().on_header(name, value)
+
+    def on_headers_complete(self) -> None:
+        self._in_head = False
+        self._count(len(self.parser.get_method()))
+        super().on_headers_complete()
+
+    def _count(self, size: int) -> None:
+        self._head_bytes += size
+        if self._head_bytes > HTTP_MAX_HEADER_BYTES:
+            self._too_large = True
+            raise _HeadersTooLarge
+
+    def send_400_response(self, msg: str) -> None:
+        """uvicorn calls this when httptools refuses the request (a callback of ours included)."""
+        error = _refusal(self._too_large)
+        self.logger.warning("refused before routing: %s", error.message)
+        status, headers, body = _refusal_parts(error)
+        # No reason phrase, as h11 sends it (RFC 9112 allows an empty one).
+        content = [b"HTTP/1.1 %d \r\n" % status]
+        for name, value in [*self.server_state.default_headers, *headers]:
+            content += [name, b": ", value, b"\r\n"]
+        content += [b"\r\n", body]
+        self.transport.write(b"".join(content))
+        self._linger()
