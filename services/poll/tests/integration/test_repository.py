@@ -7,9 +7,10 @@ import asyncio
 
 import pytest
 
+from quiz_contracts.errors import ContractError
 from quiz_contracts.poll import IdeaMark, MaskedPerson, PollAiError, PollParticipant
 from quiz_poll.models import MIGRATIONS
-from quiz_poll.repository import NewPoll, PollRepository
+from quiz_poll.repository import AnswerToSave, NewPoll, PollRepository
 from quiz_servicekit.db import Database
 from quiz_servicekit.migrate import upgrade
 
@@ -63,6 +64,41 @@ async def test_answers_keep_their_first_order_and_versions_grow(database_url: st
         )
         is False
     )
+    repo.db.close()
+
+
+async def test_a_batch_of_answers_is_one_row_per_participant_in_first_order(
+    database_url: str,
+) -> None:
+    """The group commit (`save_answers`): a participant tapping twice within one batch is stored
+    once, in its first tap's place, with its last answer; each item still gets its own version,
+    consecutive in the order given; a poll that refuses answers refuses only its own items."""
+    repo = await repo_at(database_url)
+    v0 = await repo.save_answer("ev1", guest("a0"), ["sol"], T0)
+    batch = [
+        AnswerToSave("ev1", guest("a1"), ["eau"]),
+        AnswerToSave("ev1", account("a2", "u2"), ["air"]),
+        AnswerToSave("nowhere", guest("a9"), ["x"]),
+        AnswerToSave("ev1", guest("a1"), ["eau", "feu"]),
+        AnswerToSave("ev1", guest("a0"), ["sol", "l'été"]),
+    ]
+    out = await repo.save_answers(batch, T0 + 1)
+    assert isinstance(out[2], ContractError) and out[2].code.value == "not_found"
+    versions = [v for v in out if isinstance(v, int)]
+    assert versions == list(range(v0 + 1, v0 + 5))
+    state = await repo.state("ev1")
+    assert state is not None
+    assert state.answers == [
+        ("a0", {"ideas": ["sol", "l'été"]}),
+        ("a1", {"ideas": ["eau", "feu"]}),
+        ("a2", {"ideas": ["air"]}),
+    ]
+    assert [(j.participant.attempt_id, j.participant.kind) for j in state.joined] == [
+        ("a0", "guest"),
+        ("a1", "guest"),
+        ("a2", "account"),
+    ]
+    assert state.poll.version == versions[-1]
     repo.db.close()
 
 
