@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import logging
 import os
 import socket
@@ -246,9 +247,18 @@ def create_service_app(
             default_concurrency=settings.nats_max_concurrency,
         )
         log.info("%s %s listening on %s", runtime.name, runtime.version, runtime.http_url)
+        # What start-up built (modules, pydantic schemas, routes, clients) lives as long
+        # as the process: collected once, then frozen out of the cyclic collector's reach, so a
+        # full collection scans only what requests create. In poll that was ~0.1 ms of CPU per
+        # answer (0.03 per GET) spent in the collector before, ~0.04 after (docs/performance.md).
+        gc.collect()
+        gc.freeze()
         try:
             yield
         finally:
+            # Collectable again: an app started and stopped in a longer-lived process (tests)
+            # leaves nothing behind for good.
+            gc.unfreeze()
             await runtime.background.stop()
             await runtime.micro.stop()
             if on_shutdown is not None:
