@@ -13,6 +13,10 @@ None when there is nothing left to do (the finding went stale):
 
 Spans are grouped the way the checks group them (formatted runs with nothing plain between),
 so a fix lines up with the finding it answers. Footnotes are never touched.
+
+No route serves these yet: the editor makes quick fixes itself (seed 003, "Some things the
+lesson checks find can be fixed by a script"), and the service's routes carry only the checks
+and Fix with AI. Serving them would take a contract of its own in `quiz_contracts.lesson`.
 """
 
 from __future__ import annotations
@@ -23,7 +27,6 @@ from typing import Any
 from quiz_contracts.lesson import Finding
 from quiz_lesson_fix.domain.jsval import js_string, js_trim
 from quiz_lesson_fix.domain.normalise import is_caps_span
-from quiz_lesson_fix.domain.patch import NewId, apply_operations, new_id
 from quiz_lesson_fix.domain.text import (
     TEXT_MARKS,
     Paragraph,
@@ -217,20 +220,7 @@ QUICK_FIXES: dict[str, QuickFix] = {
 QUICK_FIX_CODES: tuple[str, ...] = tuple(QUICK_FIXES)
 
 
-def has_quick_fix(finding: Finding) -> bool:
-    """Whether a script can fix this finding."""
-    return finding.code in QUICK_FIXES
-
-
 def quick_fix_operations(doc: Mapping[str, Any], finding: Finding) -> list[dict[str, Any]] | None:
     """The operations of a finding's quick fix, or None (no quick fix, or nothing to do)."""
     fix = QUICK_FIXES.get(finding.code)
     return fix(doc, finding) if fix is not None else None
-
-
-def apply_quick_fix(
-    doc: Mapping[str, Any], finding: Finding, make_id: NewId = new_id
-) -> dict[str, Any] | None:
-    """The lesson with a finding's quick fix made, or None when there is none to make."""
-    operations = quick_fix_operations(doc, finding)
-    return apply_operations(doc, operations, make_id) if operations else None
