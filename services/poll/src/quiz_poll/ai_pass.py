@@ -30,8 +30,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from quiz_contracts.errors import ContractError, ErrorCode
-from quiz_contracts.llm import CompleteReply, CompleteRequest
-from quiz_contracts.poll import PollAiError, PollAiJob
+from quiz_contracts.llm import CompleteReply, CompleteRequest, Purpose
+from quiz_contracts.poll import PollAiError, PollAiJob, PollAiState
 from quiz_poll.cache import LivePoll, PollCache, marks_applier
 from quiz_poll.domain.ai import (
     AiCall,
@@ -49,6 +49,7 @@ from quiz_poll.domain.ai_run import (
     PASS_ALIVE,
     PASS_BEAT,
     RUN_CAP,
+    before_call,
     board_error,
     pass_running,
 )
@@ -83,8 +84,10 @@ class AiPasses:
         spawn: Callable[[Coroutine[Any, Any, Any]], object],
         clock: Callable[[], float],
         sleep: Callable[[float], Awaitable[None]],
+        monotonic: Callable[[], float],
         job_delay_s: float,
         deadline_s: float,
+        availability_ttl_s: float,
     ) -> None:
         self.polls = polls
         self.repo = repo
@@ -95,8 +98,11 @@ class AiPasses:
         self.spawn = spawn
         self.clock = clock
         self.sleep = sleep
+        self.monotonic = monotonic
         self.job_delay_s = job_delay_s
         self.deadline_s = deadline_s
+        self.availability_ttl_s = availability_ttl_s
+        self._availability: tuple[float, bool] | None = None
         # Passes this replica runs, and its failures' cool-downs: an answer then skips the
         # claim (a write) that could not succeed. Other replicas' passes are the row's to tell.
         self._passes: dict[str, float] = {}  # evaluation -> the lease of our pass
@@ -121,6 +127,32 @@ class AiPasses:
     def _end_pass(self, evaluation_id: str, lease: float) -> None:
         if self._passes.get(evaluation_id) == lease:
             del self._passes[evaluation_id]
+
+    # --- what the board shows -------------------------------------------------------------
+
+    async def available(self) -> bool:
+        """Whether the gateway can call a model for purpose poll (cached `availability_ttl_s`)."""
+        now = self.monotonic()
+        if self._availability is not None and now - self._availability[0] < self.availability_ttl_s:
+            return self._availability[1]
+        try:
+            reply = await self.llm.availability(Purpose.poll)
+            available = reply.available
+        except ContractError:
+            available = False
+        self._availability = (now, available)
+        return available
+
+    async def state(self, live: LivePoll) -> PollAiState:
+        """The board's AI part: a model callable, the switch, the run's calls and last error."""
+        run = await self.repo.ai_run(live.row.evaluation_id)
+        return PollAiState(
+            available=await self.available(),
+            on=live.row.ai,
+            error=run.error if run is not None else None,
+            calls=run.calls if run is not None else 0,
+            run_cap=RUN_CAP,
+        )
 
     # --- claim and queue -------------------------------------------------------------------
 
@@ -230,10 +262,11 @@ class AiPasses:
         if not live.row.ai:
             await self.repo.release(evaluation_id, lease, self.clock())
             return False
-        calls = await self.repo.beat(evaluation_id, lease, self.clock())
-        if calls is None:  # switched off, or taken over after going silent
+        now = self.clock()
+        run = await self.repo.beat_pass(evaluation_id, lease, now)
+        if run is None:  # switched off, or taken over after going silent
             return False
-        if calls >= RUN_CAP:
+        if before_call(run, _dt(now)) is not None:  # the run's cap: `run_cap` on the board
             await self._failed(live, lease, PollAiError.run_cap)
             return False
         return True

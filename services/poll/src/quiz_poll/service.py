@@ -18,7 +18,6 @@ from datetime import UTC, datetime
 from typing import Any
 
 from quiz_contracts.errors import ContractError
-from quiz_contracts.llm import Purpose
 from quiz_contracts.poll import (
     BrainstormAnswer,
     BrainstormClose,
@@ -40,7 +39,6 @@ from quiz_poll.answers import AnswerWriter
 from quiz_poll.bus import PollBus
 from quiz_poll.cache import LivePoll, PollCache, marks_applier, replace_row
 from quiz_poll.domain.ai import retroactive_marks
-from quiz_poll.domain.ai_run import RUN_CAP
 from quiz_poll.domain.freeze import FREEZE_AFTER, freeze, frozen_view, guests_to_purge
 from quiz_poll.domain.ideas import check_answer
 from quiz_poll.domain.marks import apply_idea_action, default_settings, waiting_ideas
@@ -85,11 +83,9 @@ class PollService:
         self.bus = bus
         self.llm = llm
         self.metrics = metrics
-        self.availability_ttl_s = availability_ttl_s
         self.clock = clock
         self.monotonic = monotonic
         self._tasks: set[asyncio.Task[Any]] = set()
-        self._availability: tuple[float, bool] | None = None
         # Open SSE streams per participant and per token (the routes acquire, 429 past a cap).
         self.stream_quota = StreamQuota(sse_per_participant, sse_per_token)
         self.frames = FrameFanout(
@@ -116,8 +112,10 @@ class PollService:
             spawn=self._spawn,
             clock=clock,
             sleep=sleep,
+            monotonic=monotonic,
             job_delay_s=ai_job_delay_s,
             deadline_s=ai_deadline_s,
+            availability_ttl_s=availability_ttl_s,
         )
 
     # --- life cycle ----------------------------------------------------------------------------
@@ -278,28 +276,12 @@ class PollService:
         live = await self.polls.live(evaluation_id)
         if live.frozen_board is not None:
             return live.frozen_board
-        run = await self.repo.ai_run(evaluation_id)
-        ai = PollAiState(
-            available=await self.ai_available(),
-            on=live.row.ai,
-            error=run.error if run is not None else None,
-            calls=run.calls if run is not None else 0,
-            run_cap=RUN_CAP,
-        )
+        ai = await self.ai.state(live)
         return board_view(live.tally.board(), live.row.moderation, ai)
 
     async def ai_available(self) -> bool:
         """Whether the gateway can call a model for purpose poll (cached a few seconds)."""
-        now = self.monotonic()
-        if self._availability is not None and now - self._availability[0] < self.availability_ttl_s:
-            return self._availability[1]
-        try:
-            reply = await self.llm.availability(Purpose.poll)
-            available = reply.available
-        except ContractError:
-            available = False
-        self._availability = (now, available)
-        return available
+        return await self.ai.available()
 
     async def ai_run(self, evaluation_id: str) -> AiRunRow | None:
         return await self.repo.ai_run(evaluation_id)
@@ -313,20 +295,9 @@ class PollService:
         async with live.lock:
             live = self.polls[evaluation_id]  # a reload may have replaced it meanwhile
             result = apply_idea_action(live.tally.marks, change, live.tally.spellings)
-            record = {
-                "change": result.audit.change,
-                "before": {
-                    k: None if m is None else m.model_dump() for k, m in result.audit.before.items()
-                },
-                "after": {k: m.model_dump() for k, m in result.audit.after.items()},
-            }
+            audit = result.audit
             version = await self.repo.write_marks(
-                evaluation_id,
-                result.marks,
-                actor,
-                result.audit.action_name,
-                record,
-                self.clock(),
+                evaluation_id, result.marks, actor, audit.action_name, audit.record(), self.clock()
             )
             self.polls.apply(evaluation_id, version, marks_applier(result.marks))
         return await self.board(evaluation_id)
@@ -335,7 +306,7 @@ class PollService:
         """The switches (votes, moderation, AI); audited as `poll.reveal`."""
         live = await self.polls.live(evaluation_id)
         turning_ai_on = bool(body.ai) and not live.row.ai
-        available = await self.ai_available() if turning_ai_on else True
+        available = await self.ai.available() if turning_ai_on else True
         async with live.lock:
             live = self.polls[evaluation_id]
             change = apply_switches(

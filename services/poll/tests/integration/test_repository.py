@@ -106,6 +106,48 @@ async def test_the_lease_one_holder_cooldown_stale_and_cap(database_url: str) ->
     repo.db.close()
 
 
+async def test_each_lease_step_stores_the_row_its_pure_rule_gives(database_url: str) -> None:
+    """The repository runs `domain.ai_run`: after every step the stored row is the rule's row,
+    times as the epoch seconds given (the lease is compared by value, never rounded)."""
+    repo = await repo_at(database_url)
+    lease = T0 + 0.123456789  # more digits than a datetime keeps
+
+    async def stored() -> tuple[object, ...]:
+        run = await repo.ai_run("ev1")
+        assert run is not None
+        return (run.lease_at, run.heartbeat_at, run.calls, run.error, run.error_at)
+
+    assert await repo.claim("ev1", lease)
+    assert await stored() == (lease, lease, 0, None, None)  # ai_run.claim
+    assert await repo.start_pass("ev1", lease, T0 + 3)
+    assert not await repo.start_pass("ev1", lease, T0 + 4)  # its pass beats: pass_running
+    assert await repo.beat("ev1", lease, T0 + 5) == 0  # ai_run.heartbeat
+    await repo.pause("ev1", lease)
+    assert await stored() == (lease, None, 0, None, None)  # ai_run.pause
+    assert await repo.start_pass("ev1", lease, T0 + 6)  # paused: no pass holds the job
+    assert await repo.after_success("ev1", lease, T0 + 7)
+    assert await stored() == (lease, T0 + 7, 1, None, None)  # ai_run.after_success
+    await repo.after_failure("ev1", lease, PollAiError.timeout, T0 + 8)
+    assert await stored() == (None, T0 + 8, 1, PollAiError.timeout, T0 + 8)  # after_failure
+    assert not await repo.after_success("ev1", lease, T0 + 9)  # ai_run.holds: not any more
+    assert await repo.claim("ev1", T0 + 40)
+    await repo.release("ev1", T0 + 40, T0 + 41)
+    assert await stored() == (None, T0 + 41, 1, PollAiError.timeout, T0 + 8)  # ai_run.release
+    await repo.set_switches(
+        "ev1",
+        votes=False,
+        moderation=True,
+        ai=True,
+        retroactive=[],
+        run="on",
+        actor="t1",
+        record={},
+        now=T0 + 50,
+    )
+    assert await stored() == (None, T0 + 50, 0, None, None)  # ai_run.switch_on
+    repo.db.close()
+
+
 async def test_freeze_keeps_the_view_and_purges_guests(database_url: str) -> None:
     repo = await repo_at(database_url)
     await repo.save_answer("ev1", guest("g1"), ["eau"], T0)
