@@ -57,6 +57,7 @@ from quiz_poll.domain.masking import NameMask, name_mask, people_to_mask
 from quiz_poll.metrics import PollMetrics
 from quiz_poll.repository import PollRepository
 from quiz_servicekit.llm import LlmClient, LlmNotAnswered
+from quiz_servicekit.singleflight import SingleFlight
 
 log = logging.getLogger(__name__)
 
@@ -98,11 +99,9 @@ class AiPasses:
         self.spawn = spawn
         self.clock = clock
         self.sleep = sleep
-        self.monotonic = monotonic
         self.job_delay_s = job_delay_s
         self.deadline_s = deadline_s
-        self.availability_ttl_s = availability_ttl_s
-        self._availability: tuple[float, bool] | None = None
+        self._availability: SingleFlight[bool] = SingleFlight(availability_ttl_s, monotonic)
         # Passes this replica runs, and its failures' cool-downs: an answer then skips the
         # claim (a write) that could not succeed. Other replicas' passes are the row's to tell.
         self._passes: dict[str, float] = {}  # evaluation -> the lease of our pass
@@ -131,17 +130,15 @@ class AiPasses:
     # --- what the board shows -------------------------------------------------------------
 
     async def available(self) -> bool:
-        """Whether the gateway can call a model for purpose poll (cached `availability_ttl_s`)."""
-        now = self.monotonic()
-        if self._availability is not None and now - self._availability[0] < self.availability_ttl_s:
-            return self._availability[1]
+        """Whether the gateway can call a model for purpose poll (asked once per
+        `availability_ttl_s`, its callers meanwhile sharing the answer)."""
+        return await self._availability.run(Purpose.poll, self._ask_available)
+
+    async def _ask_available(self) -> bool:
         try:
-            reply = await self.llm.availability(Purpose.poll)
-            available = reply.available
+            return (await self.llm.availability(Purpose.poll)).available
         except ContractError:
-            available = False
-        self._availability = (now, available)
-        return available
+            return False
 
     async def state(self, live: LivePoll) -> PollAiState:
         """The board's AI part: a model callable, the switch, the run's calls and last error."""

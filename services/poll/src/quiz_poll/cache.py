@@ -30,6 +30,7 @@ from quiz_poll.domain.views import TallySnapshot, snapshot
 from quiz_poll.live import Subscriber
 from quiz_poll.metrics import PollMetrics
 from quiz_poll.repository import PollRepository, PollRow, PollState
+from quiz_servicekit.singleflight import SingleFlight
 
 AUDIENCES = ("wall", "phone", "board")
 Change = Callable[["LivePoll"], None]
@@ -159,7 +160,9 @@ class PollCache:
         self.spawn = spawn
         self.monotonic = monotonic
         self._polls: dict[str, LivePoll] = {}
-        self._loading: dict[str, asyncio.Future[LivePoll | None]] = {}
+        # One read in flight per poll, its callers share it; nothing remembered (ttl 0): the
+        # cache is `_polls`.
+        self._loads: SingleFlight[LivePoll | None] = SingleFlight(0.0, monotonic)
 
     def get(self, evaluation_id: str) -> LivePoll | None:
         """The poll held now, if any (no read, no use recorded)."""
@@ -177,25 +180,18 @@ class PollCache:
         if live is not None:
             live.used_at = self.monotonic()
             return live
-        pending = self._loading.get(evaluation_id)
-        if pending is None:
-            pending = asyncio.get_running_loop().create_future()
-            self._loading[evaluation_id] = pending
-            try:
-                state = await self.repo.state(evaluation_id)
-                loaded = None if state is None else live_from_state(state, self.monotonic())
-                if loaded is not None:
-                    self._polls[evaluation_id] = loaded
-                pending.set_result(loaded)
-            except BaseException as e:
-                pending.set_exception(e)
-                raise
-            finally:
-                self._loading.pop(evaluation_id, None)
-        result = await asyncio.shield(pending)
-        if result is None:
+        loaded = await self._loads.run(evaluation_id, lambda: self._load(evaluation_id))
+        if loaded is None:
             raise ContractError(ErrorCode.not_found, "poll not found")
-        return result
+        return loaded
+
+    async def _load(self, evaluation_id: str) -> LivePoll | None:
+        state = await self.repo.state(evaluation_id)
+        if state is None:
+            return None
+        loaded = live_from_state(state, self.monotonic())
+        self._polls[evaluation_id] = loaded
+        return loaded
 
     async def reload(self, evaluation_id: str) -> None:
         """Re-read a poll another replica changed, keeping this replica's subscribers.

@@ -27,6 +27,7 @@ from quiz_poll.domain.ai_run import (
     board_error,
 )
 from quiz_servicekit.db import Database, read_only, transaction
+from quiz_servicekit.lease_time import stale_before
 
 _STALE_S = LEASE_STALE.total_seconds()
 _ALIVE_S = PASS_ALIVE.total_seconds()
@@ -429,7 +430,7 @@ class AiRunSteps:
             claimed = ai_run.claim(run, evaluation_id, at)
             return None if claimed is None else claimed.run
 
-        where = {"stale": now - _STALE_S, "cool": now - _COOLDOWN_S, "cap": RUN_CAP}
+        where = {"stale": stale_before(now, _STALE_S), "cool": now - _COOLDOWN_S, "cap": RUN_CAP}
         return self._step(conn, "run_claim", evaluation_id, now, rule, **where) is not None
 
     @transaction
@@ -465,7 +466,7 @@ class AiRunSteps:
         ):
             return False
         started = ai_run.heartbeat(run, _instant(now))
-        where = {"lease": lease, "alive": now - _ALIVE_S}
+        where = {"lease": lease, "alive": stale_before(now, _ALIVE_S)}
         return self._write_run(conn, "run_start", stored, run, started, now, **where)
 
     @transaction

@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -35,7 +35,6 @@ from quiz_contracts.poll import (
     PollTallyFrame,
 )
 from quiz_poll.ai_pass import AiPasses
-from quiz_poll.answers import AnswerWriter
 from quiz_poll.bus import PollBus
 from quiz_poll.cache import LivePoll, PollCache, marks_applier, replace_row
 from quiz_poll.domain.ai import retroactive_marks
@@ -47,15 +46,31 @@ from quiz_poll.frames import FrameFanout
 from quiz_poll.live import StreamQuota, Subscriber
 from quiz_poll.metrics import PollMetrics
 from quiz_poll.repository import AiRunRow, AnswerToSave, NewPoll, PollRepository
+from quiz_servicekit.group_commit import GroupCommit
 from quiz_servicekit.llm import LlmClient
+from quiz_servicekit.tasks import TaskSet
 
 log = logging.getLogger(__name__)
 
 Clock = Callable[[], float]
+# Answers written in one transaction at most (a burst of a lecture hall's phones).
+ANSWER_BATCH_MAX = 256
 
 
 def _dt(ts: float) -> datetime:
     return datetime.fromtimestamp(ts, UTC)
+
+
+def answer_writer(
+    repo: PollRepository, clock: Clock
+) -> GroupCommit[AnswerToSave, int | ContractError]:
+    """Answers stored by group commit: those arriving while a transaction runs share the next
+    one (one fsync), each resolved with its version or the `ContractError` that refused it; a
+    batch whose transaction fails is written again answer by answer, so one bad answer fails
+    only its own caller."""
+    return GroupCommit(
+        "poll-answers", lambda items: repo.save_answers(items, clock()), max_batch=ANSWER_BATCH_MAX
+    )
 
 
 class PollService:
@@ -85,7 +100,7 @@ class PollService:
         self.metrics = metrics
         self.clock = clock
         self.monotonic = monotonic
-        self._tasks: set[asyncio.Task[Any]] = set()
+        self.tasks = TaskSet("poll")
         # Open SSE streams per participant and per token (the routes acquire, 429 past a cap).
         self.stream_quota = StreamQuota(sse_per_participant, sse_per_token)
         self.frames = FrameFanout(
@@ -99,9 +114,9 @@ class PollService:
             keepalive_s=keepalive_s,
         )
         self.polls = PollCache(
-            repo, metrics, changed=self.frames.touch, spawn=self._spawn, monotonic=monotonic
+            repo, metrics, changed=self.frames.touch, spawn=self.tasks.spawn, monotonic=monotonic
         )
-        self.answers = AnswerWriter(repo, clock)
+        self.answers = answer_writer(repo, clock)
         self.ai = AiPasses(
             polls=self.polls,
             repo=repo,
@@ -109,7 +124,7 @@ class PollService:
             metrics=metrics,
             queue_job=bus.queue_ai_job,
             touch=self.frames.touch,
-            spawn=self._spawn,
+            spawn=self.tasks.spawn,
             clock=clock,
             sleep=sleep,
             monotonic=monotonic,
@@ -122,7 +137,7 @@ class PollService:
 
     async def start(self) -> None:
         """The keep-alives of the SSE clients."""
-        self._spawn(self.frames.keepalives(lambda: self.polls))
+        self.tasks.spawn(self.frames.keepalives(lambda: self.polls), name="poll-keepalives")
 
     def remote_frame(self, evaluation_id: str, seq: int) -> None:
         """A frame heard on `poll.v1.*.tally` (any replica's): another replica's change of a
@@ -131,19 +146,8 @@ class PollService:
 
     async def aclose(self) -> None:
         await self.frames.aclose()
-        for task in list(self._tasks):
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
-
-    def _spawn(self, coro: Coroutine[Any, Any, Any]) -> None:
-        task = asyncio.get_running_loop().create_task(coro)
-        self._tasks.add(task)
-        task.add_done_callback(self._done)
-
-    def _done(self, task: asyncio.Task[Any]) -> None:
-        self._tasks.discard(task)
-        if not task.cancelled() and task.exception() is not None:
-            log.error("poll background task failed", exc_info=task.exception())
+        await self.answers.close()
+        await self.tasks.close()
 
     async def live(self, evaluation_id: str) -> LivePoll:
         """The poll held in memory (read once from the database); 404 when there is none."""
@@ -218,7 +222,10 @@ class PollService:
         ideas = list(body.ideas)
         try:
             check_answer(ideas, live.row.max_ideas)
-            version = await self.answers.save(AnswerToSave(evaluation_id, participant, ideas))
+            saved = await self.answers.submit(AnswerToSave(evaluation_id, participant, ideas))
+            if isinstance(saved, ContractError):
+                raise saved
+            version = saved
         except ContractError as e:
             self.metrics.answers.labels(e.code.value).inc()
             raise
@@ -240,7 +247,7 @@ class PollService:
 
         live = self.polls.apply(evaluation_id, version, answered)
         if live.row.ai:
-            self._spawn(self.ai.request(evaluation_id))
+            self.tasks.spawn(self.ai.request(evaluation_id), name=f"poll-ai-claim:{evaluation_id}")
         return ideas
 
     async def my_answer(self, evaluation_id: str, attempt_id: str) -> list[str]:

@@ -9,7 +9,8 @@ import pytest
 
 from quiz_contracts.poll import IdeaMark, MaskedPerson, PollAiError, PollParticipant
 from quiz_poll.models import MIGRATIONS
-from quiz_poll.repository import NewPoll, PollRepository
+from quiz_poll.repository import AnswerToSave, NewPoll, PollRepository
+from quiz_poll.service import answer_writer
 from quiz_servicekit.db import Database
 from quiz_servicekit.migrate import upgrade
 
@@ -145,6 +146,27 @@ async def test_each_lease_step_stores_the_row_its_pure_rule_gives(database_url: 
         now=T0 + 50,
     )
     assert await stored() == (None, T0 + 50, 0, None, None)  # ai_run.switch_on
+    repo.db.close()
+
+
+async def test_an_answer_that_breaks_its_batch_fails_alone(database_url: str) -> None:
+    """The service's group commit of answers (`answer_writer`): a batch whose transaction fails
+    is written again answer by answer, so the others are stored and only the bad one fails."""
+    repo = await repo_at(database_url)
+    writer = answer_writer(repo, lambda: T0)
+    bad = AnswerToSave("ev1", guest("a2"), [b"\xff"])  # type: ignore[list-item]  # no JSON
+    items = [
+        AnswerToSave("ev1", guest("a1"), ["eau"]),
+        bad,
+        AnswerToSave("ev1", guest("a3"), ["air"]),
+    ]
+    results = await asyncio.gather(*(writer.submit(i) for i in items), return_exceptions=True)
+    assert isinstance(results[1], TypeError)
+    assert isinstance(results[0], int) and isinstance(results[2], int)
+    state = await repo.state("ev1")
+    assert state is not None
+    assert state.answers == [("a1", {"ideas": ["eau"]}), ("a3", {"ideas": ["air"]})]
+    await writer.close()
     repo.db.close()
 
 

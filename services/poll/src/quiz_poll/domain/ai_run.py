@@ -27,6 +27,7 @@ from datetime import datetime, timedelta
 
 from quiz_contracts.errors import ErrorCode
 from quiz_contracts.poll import PollAiError, PollAiRun
+from quiz_servicekit.lease_time import beat_fresh
 
 LEASE_STALE = timedelta(seconds=60)
 ERROR_COOLDOWN = timedelta(seconds=30)
@@ -175,4 +176,4 @@ def pass_running(
         return False
     # The claim writes heartbeat_at == lease_at: only a pass's own beat is later than that,
     # so the job the claim sent is never held back by the claim itself.
-    return lease_at < heartbeat_at and heartbeat_at >= now - PASS_ALIVE.total_seconds()
+    return lease_at < heartbeat_at and beat_fresh(heartbeat_at, now, PASS_ALIVE.total_seconds())
