@@ -7,6 +7,7 @@ the SSE subscribers — and keep it equal to the database:
   database holds no brainstorm for the evaluation;
 - `apply()` applies a change this replica committed (one transaction that bumped the poll's
   `version`) unless the object was read at that version already, and tells `changed` (the frames);
+  the changes are the `…_applier` functions below, one per kind of write;
 - `remote_frame()`: a frame of a poll held here whose `seq` this replica neither made nor read
   means another replica changed it: `reload()` reads it again. Local changes committed while the
   read runs are journaled (version, change) and replayed on the new object when the read did not
@@ -23,8 +24,14 @@ from datetime import UTC, datetime
 from typing import Any
 
 from quiz_contracts.errors import ContractError, ErrorCode
-from quiz_contracts.poll import IdeaMark, PollIdeaBoard, PollJoin, PollSettings
-from quiz_poll.domain.freeze import ensure_moderation_open, is_frozen, read_frozen
+from quiz_contracts.poll import IdeaMark, PollIdeaBoard, PollJoin, PollParticipant, PollSettings
+from quiz_poll.domain.freeze import (
+    FrozenPoll,
+    ensure_moderation_open,
+    guests_to_purge,
+    is_frozen,
+    read_frozen,
+)
 from quiz_poll.domain.tally import BrainstormTally, tally_from_answers
 from quiz_poll.domain.views import TallySnapshot, snapshot
 from quiz_poll.live import Subscriber
@@ -134,6 +141,75 @@ def marks_applier(marks: list[IdeaMark]) -> Change:
 
     def apply(live: LivePoll) -> None:
         live.tally.apply_marks(marks)
+
+    return apply
+
+
+def closed_applier(closed_at: float | None) -> Change:
+    """The change of a committed close (epoch s): no answer after it."""
+
+    def apply(live: LivePoll) -> None:
+        live.row = replace_row(live.row, closed_at=closed_at)
+
+    return apply
+
+
+def join_applier(join: PollJoin) -> Change:
+    """The change of a committed join: the attempt counts in `joined` (and is masked)."""
+    attempt = join.participant.attempt_id
+
+    def apply(live: LivePoll) -> None:
+        live.joined[attempt] = join
+        live.tally.join(attempt)
+
+    return apply
+
+
+def answer_applier(
+    evaluation_id: str, participant: PollParticipant, ideas: list[str], version: int
+) -> Change:
+    """The change of a participant's whole answer committed at `version`."""
+    attempt = participant.attempt_id
+    payload = {"ideas": ideas}
+
+    def apply(live: LivePoll) -> None:
+        # Two answers of one phone may commit in one order and resume in the other: the
+        # tally keeps the one of the higher version.
+        if live.answer_versions.get(attempt, 0) < version:
+            live.answer_versions[attempt] = version
+            live.answers[attempt] = payload
+            live.tally.set_answer(attempt, payload)
+            if attempt not in live.joined:
+                live.joined[attempt] = PollJoin(
+                    evaluation_id=evaluation_id, participant=participant
+                )
+
+    return apply
+
+
+def switches_applier(settings: PollSettings, written: list[IdeaMark]) -> Change:
+    """The change of committed switches (and the marks of an AI switched on)."""
+
+    def apply(live: LivePoll) -> None:
+        live.row = replace_row(
+            live.row, votes=settings.votes, moderation=settings.moderation, ai=settings.ai
+        )
+        live.tally.apply_marks(written)
+        live.tally.set_moderation(settings.moderation)
+
+    return apply
+
+
+def freeze_applier(frozen: FrozenPoll, board: PollIdeaBoard, now: float) -> Change:
+    """The change of a committed freeze: the kept view served, the guests gone."""
+
+    def apply(live: LivePoll) -> None:
+        live.frozen, live.frozen_board = frozen.tally, board
+        live.row = replace_row(live.row, frozen_at=now)
+        for attempt in guests_to_purge(j.participant for j in live.joined.values()):
+            live.joined.pop(attempt)
+            live.answers.pop(attempt, None)
+            live.tally.remove_participant(attempt)
 
     return apply
 

@@ -15,7 +15,6 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
-from typing import Any
 
 from quiz_contracts.errors import ContractError
 from quiz_contracts.poll import (
@@ -36,16 +35,25 @@ from quiz_contracts.poll import (
 )
 from quiz_poll.ai_pass import AiPasses
 from quiz_poll.bus import PollBus
-from quiz_poll.cache import LivePoll, PollCache, marks_applier, replace_row
+from quiz_poll.cache import (
+    LivePoll,
+    PollCache,
+    answer_applier,
+    closed_applier,
+    freeze_applier,
+    join_applier,
+    marks_applier,
+    switches_applier,
+)
 from quiz_poll.domain.ai import retroactive_marks
-from quiz_poll.domain.freeze import FREEZE_AFTER, freeze, frozen_view, guests_to_purge
+from quiz_poll.domain.freeze import FREEZE_AFTER, freeze, frozen_view
 from quiz_poll.domain.ideas import check_answer
 from quiz_poll.domain.marks import apply_idea_action, default_settings, waiting_ideas
 from quiz_poll.domain.views import apply_switches, board_view
 from quiz_poll.frames import FrameFanout
 from quiz_poll.live import StreamQuota, Subscriber
 from quiz_poll.metrics import PollMetrics
-from quiz_poll.repository import AiRunRow, AnswerToSave, NewPoll, PollRepository
+from quiz_poll.repository import AnswerToSave, NewPoll, PollRepository
 from quiz_servicekit.group_commit import GroupCommit
 from quiz_servicekit.llm import LlmClient
 from quiz_servicekit.tasks import TaskSet
@@ -149,10 +157,6 @@ class PollService:
         await self.answers.close()
         await self.tasks.close()
 
-    async def live(self, evaluation_id: str) -> LivePoll:
-        """The poll held in memory (read once from the database); 404 when there is none."""
-        return await self.polls.live(evaluation_id)
-
     def evict_idle(self, idle_s: float) -> int:
         """Forget the polls nobody used for `idle_s` seconds (no stream open, no pass, no write
         in progress): the next request reads them again from the database."""
@@ -187,11 +191,7 @@ class PollService:
         """The End: no answer after it; the poll freezes 30 days later."""
         await self.polls.live(request.evaluation_id)
         row = await self.repo.close(request.evaluation_id, request.closed_at.timestamp())
-
-        def closed(live: LivePoll) -> None:
-            live.row = replace_row(live.row, closed_at=row.closed_at)
-
-        return self.polls.apply(request.evaluation_id, row.version, closed)
+        return self.polls.apply(request.evaluation_id, row.version, closed_applier(row.closed_at))
 
     async def join(self, request: PollJoin) -> LivePoll:
         """A participant joined: counts in `joined`; an account's name joins the masking list."""
@@ -199,14 +199,8 @@ class PollService:
         version = await self.repo.join(
             request.evaluation_id, request.participant, request.person, self.clock()
         )
-        attempt = request.participant.attempt_id
         person = request.person if request.participant.kind == "account" else None
-        join = request.model_copy(update={"person": person})
-
-        def joined(live: LivePoll) -> None:
-            live.joined[attempt] = join
-            live.tally.join(attempt)
-
+        joined = join_applier(request.model_copy(update={"person": person}))
         if version is None:  # known already (its person may be new): nothing the room sees
             joined(self.polls[request.evaluation_id])
             return self.polls[request.evaluation_id]
@@ -230,21 +224,7 @@ class PollService:
             self.metrics.answers.labels(e.code.value).inc()
             raise
         self.metrics.answers.labels("ok").inc()
-        attempt = participant.attempt_id
-        payload = {"ideas": ideas}
-
-        def answered(live: LivePoll) -> None:
-            # Two answers of one phone may commit in one order and resume in the other: the
-            # tally keeps the one of the higher version.
-            if live.answer_versions.get(attempt, 0) < version:
-                live.answer_versions[attempt] = version
-                live.answers[attempt] = payload
-                live.tally.set_answer(attempt, payload)
-                if attempt not in live.joined:
-                    live.joined[attempt] = PollJoin(
-                        evaluation_id=evaluation_id, participant=participant
-                    )
-
+        answered = answer_applier(evaluation_id, participant, ideas, version)
         live = self.polls.apply(evaluation_id, version, answered)
         if live.row.ai:
             self.tasks.spawn(self.ai.request(evaluation_id), name=f"poll-ai-claim:{evaluation_id}")
@@ -289,9 +269,6 @@ class PollService:
     async def ai_available(self) -> bool:
         """Whether the gateway can call a model for purpose poll (cached a few seconds)."""
         return await self.ai.available()
-
-    async def ai_run(self, evaluation_id: str) -> AiRunRow | None:
-        return await self.repo.ai_run(evaluation_id)
 
     # --- the teacher ---------------------------------------------------------------------------
 
@@ -340,13 +317,7 @@ class PollService:
                 record={"body": body.model_dump(exclude_none=True), "settings": s.model_dump()},
                 now=self.clock(),
             )
-
-            def switched(lp: LivePoll) -> None:
-                lp.row = replace_row(lp.row, votes=s.votes, moderation=s.moderation, ai=s.ai)
-                lp.tally.apply_marks(written)
-                lp.tally.set_moderation(s.moderation)
-
-            live = self.polls.apply(evaluation_id, version, switched)
+            live = self.polls.apply(evaluation_id, version, switches_applier(s, written))
             if change.ai_turned_on:
                 self.ai.switched_on(evaluation_id)
         return live.settings
@@ -387,19 +358,7 @@ class PollService:
                     PollAiState(available=False, on=live.row.ai, error=None),
                 )
                 version = await self.repo.freeze(evaluation_id, frozen_view(frozen, board), now)
-                if not version:
-                    continue
-
-                def frozen_change(
-                    lp: LivePoll, snap: Any = frozen.tally, board: Any = board
-                ) -> None:
-                    lp.frozen, lp.frozen_board = snap, board
-                    lp.row = replace_row(lp.row, frozen_at=now)
-                    for attempt in guests_to_purge(j.participant for j in lp.joined.values()):
-                        lp.joined.pop(attempt)
-                        lp.answers.pop(attempt, None)
-                        lp.tally.remove_participant(attempt)
-
-                self.polls.apply(evaluation_id, version, frozen_change)
-                done += 1
+                if version:
+                    self.polls.apply(evaluation_id, version, freeze_applier(frozen, board, now))
+                    done += 1
         return done
