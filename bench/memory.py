@@ -47,6 +47,7 @@ from quiz_servicekit.natsio import request
 from quiz_testkit.jwt_keys import SigningKeys
 from quiz_testkit.nats_server import NatsServer, free_port, nats_connect
 from quiz_testkit.processes import ServiceProcess
+from quiz_testkit.question_events import arithmetic_mcq
 
 SCHEMA = {
     "type": "object",
@@ -93,27 +94,13 @@ async def bounded(n: int, concurrency: int, one: Any) -> None:
 
 
 def version_event(i: int, tag: str) -> dict[str, Any]:
-    return {
-        "questionId": f"mem-q-{tag}-{i}",
-        "poolId": "mem-pool",
-        "versionId": f"mem-v-{tag}-{i}",
-        "versionNumber": 1,
-        "type": "mcq",
-        "config": {
-            "configVersion": 2,
-            "prompt": f"Question {i} : combien font {i % 97} + {i % 89} ?",
-            "choices": [
-                {"text": str(i % 97 + i % 89), "correct": True},
-                {"text": str(i % 97 + i % 89 + 1), "correct": False},
-            ],
-            "mode": "single",
-            "policy": "inherit",
-            "shuffleChoices": True,
-        },
-        "explanation": "",
-        "publishedAt": datetime.now(UTC).isoformat(),
-        "live": True,
-    }
+    return arithmetic_mcq(
+        i,
+        question_id=f"mem-q-{tag}-{i}",
+        version_id=f"mem-v-{tag}-{i}",
+        pool_id="mem-pool",
+        prompt_tag=f"Question {i}",
+    )
 
 
 class Load:

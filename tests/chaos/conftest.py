@@ -49,6 +49,8 @@ ACK_WAIT_S = 30.0
 WORK_ALLOWANCE_S = 10.0
 CAP_USD = 50
 STREAM_REPLICAS = 3
+# A settle the database has not taken by then goes to the journal (the gateway's default).
+SETTLE_TIMEOUT_S = 5.0
 
 
 class Figures:
@@ -160,6 +162,7 @@ class ChaosSystem:
                 LLM_DAILY_CAP_USD=str(CAP_USD),
                 LLM_RATE_LIMITS=json.dumps({"generate": 0, "review": 0, "poll": 0}),
                 LLM_GATEWAY_SWEEP_INTERVAL_S="5",
+                LLM_GATEWAY_SETTLE_TIMEOUT_S=str(SETTLE_TIMEOUT_S),
                 **common,
             )
         env = {

@@ -43,6 +43,7 @@ from quiz_poll.domain.ideas import idea_key
 from quiz_servicekit.natsio import request
 from quiz_testkit.anthropic_stub import AnthropicStub, StubReply
 from quiz_testkit.jwt_keys import SigningKeys
+from quiz_testkit.question_events import arithmetic_mcq
 
 TAG_BASE = 1000
 REVIEW_DELAY_S = 1.0
@@ -195,28 +196,14 @@ class ReviewItem:
 
 
 def review_event(n: int, version_id: str) -> dict[str, Any]:
-    return {
-        "questionId": f"chaos-q-{n}",
-        "poolId": "chaos-pool",
-        "versionId": version_id,
-        "versionNumber": 1,
-        "type": "mcq",
-        "config": {
-            "configVersion": 2,
-            "prompt": f"chaos-review-{n} : combien font {n % 97} + {n % 89} ?",
-            "choices": [
-                {"text": str(n % 97 + n % 89), "correct": True},
-                {"text": str(n % 97 + n % 89 + 1), "correct": False},
-            ],
-            "mode": "single",
-            "policy": "inherit",
-            "shuffleChoices": True,
-        },
-        "explanation": "",
-        "publishedAt": datetime.now(UTC).isoformat(),
-        "live": True,
-        "internalName": f"chaos-{n}",
-    }
+    return arithmetic_mcq(
+        n,
+        question_id=f"chaos-q-{n}",
+        version_id=version_id,
+        pool_id="chaos-pool",
+        prompt_tag=f"chaos-review-{n}",
+        internal_name=f"chaos-{n}",
+    )
 
 
 class ReviewLoad:

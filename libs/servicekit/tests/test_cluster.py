@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import signal
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Iterator
@@ -172,6 +173,34 @@ async def test_a_service_starts_while_the_first_listed_node_is_down(cluster: Nat
             assert runtime.nc.connected_url.port != cluster.nodes[0].port
     finally:
         cluster.start(0)
+        cluster.wait_healthy()
+
+
+async def test_a_node_gone_silent_is_left_for_another_within_seconds(cluster: NatsCluster) -> None:
+    """A node frozen (SIGSTOP: no FIN, no RST, as a host cut off the network) is noticed by the
+    kit's pings and left for another node of the list in ~15-20 s, not nats-py's ~4 min."""
+    nc = await asyncio.wait_for(connect_nats(cluster.url, "kit-silent"), 15)
+    try:
+        assert nc.connected_url is not None
+        frozen = next(n for n in cluster.nodes if n.port == nc.connected_url.port)
+        assert frozen.proc is not None
+        frozen.proc.send_signal(signal.SIGSTOP)
+        began = time.monotonic()
+        try:
+
+            async def moved() -> bool:
+                url = nc.connected_url
+                return nc.is_connected and url is not None and url.port != frozen.port
+
+            await eventually(moved, timeout_s=60)
+            took = time.monotonic() - began
+        finally:
+            frozen.proc.send_signal(signal.SIGCONT)
+        print(f"[cluster] a silent node left after {took:.1f} s")
+        assert took < 35
+        await nc.flush(timeout=5)  # a PING answered through the new node
+    finally:
+        await nc.close()
         cluster.wait_healthy()
 
 

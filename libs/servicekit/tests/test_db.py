@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Iterator
 
 import pytest
 from sqlalchemy import Connection, text
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import OperationalError
 
 from quiz_servicekit.db import Database, after_commit, read_only, transaction
+from quiz_testkit.databases import postgres_database
+from quiz_testkit.tcp_proxy import TcpProxy
 
 pytestmark = pytest.mark.integration
 
@@ -79,3 +84,29 @@ async def test_ping_and_pragmas(counters: Counters) -> None:
         assert mode == "wal"
     else:
         assert counters.db.sql("x = :name") == "x = %(name)s"
+
+
+@pytest.mark.parametrize(("query", "most_s"), [("", 12.0), ("?connect_timeout=1", 4.0)])
+async def test_a_silent_postgresql_is_an_error_in_seconds_not_a_hang(
+    pg_available: bool, query: str, most_s: float
+) -> None:
+    """A server that accepts connections and never answers (a frozen pod): each call fails
+    within libpq's connect timeout (5 s by default, the URL's own when it names one) instead of
+    waiting for the kernel's TCP timeout; the database answers again once the server does."""
+    if not pg_available:
+        pytest.skip("PostgreSQL does not answer on 127.0.0.1:5432")
+    with postgres_database() as url, TcpProxy("127.0.0.1", make_url(url).port or 5432) as proxy:
+        db = Database(str(make_url(url).set(port=proxy.port)) + query, threads=2, name="silent")
+        try:
+            assert await db.ping()
+            proxy.hold()
+            began = time.monotonic()
+            with pytest.raises(OperationalError):
+                await asyncio.wait_for(db.ping(), 60)
+            took = time.monotonic() - began
+            print(f"[db] a silent server refused after {took:.1f} s")
+            assert took < most_s
+            proxy.accept()
+            assert await db.ping()
+        finally:
+            db.close()

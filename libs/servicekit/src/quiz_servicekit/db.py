@@ -41,6 +41,20 @@ _NAMED = re.compile(r"(?<!:):([a-z_]+)")
 _AFTER_COMMIT = "quiz_after_commit"
 # A writer waits this long for another process's write lock before "database is locked".
 SQLITE_BUSY_TIMEOUT_MS = 60_000
+# libpq's connection settings when DATABASE_URL names none of its own: without them a database
+# that went silent (a frozen pod, a node off the network) holds a connection attempt for the
+# kernel's TCP timeout, ~2 min, and a pooled connection for ~15 min of retransmissions, while
+# each call waits on it. With them a connect gives up after 5 s, an idle connection is probed
+# after 10 s and dropped after 3 unanswered probes, and unacknowledged data aborts the
+# connection after 20 s: the caller gets the service's "database unavailable" answer instead.
+PG_CONNECT_DEFAULTS: dict[str, int] = {
+    "connect_timeout": 5,
+    "keepalives": 1,
+    "keepalives_idle": 10,
+    "keepalives_interval": 5,
+    "keepalives_count": 3,
+    "tcp_user_timeout": 20_000,
+}
 
 
 def sync_url(url: str) -> str:
@@ -93,7 +107,11 @@ def create_sync_engine(
         engine = create_engine(parsed, pool_size=pool_size)
         _sqlite_writers_lock_at_begin(engine, sqlite_busy_timeout_ms)
         return engine
-    return create_engine(parsed, pool_size=pool_size, max_overflow=0, pool_pre_ping=True)
+    # The URL's own settings win (`?connect_timeout=30` in DATABASE_URL).
+    defaults = {k: v for k, v in PG_CONNECT_DEFAULTS.items() if k not in parsed.query}
+    return create_engine(
+        parsed, pool_size=pool_size, max_overflow=0, pool_pre_ping=True, connect_args=defaults
+    )
 
 
 class Database:
@@ -134,8 +152,11 @@ class Database:
             try:
                 result = fn(conn)
             finally:
-                # info belongs to the pooled DBAPI connection: never leave ours behind.
-                conn.info.pop(_AFTER_COMMIT, None)
+                # info belongs to the pooled DBAPI connection: never leave ours behind. A
+                # connection the server dropped is invalidated (discarded, not pooled): reading
+                # its info would raise PendingRollbackError over the real, outage error.
+                if not conn.invalidated:
+                    conn.info.pop(_AFTER_COMMIT, None)
         for callback in callbacks:
             callback()
         return result

@@ -4,7 +4,11 @@
     url = f"postgresql+psycopg://postgres@127.0.0.1:{proxy.port}/db"
     proxy.refuse()                                # every connection cut, nothing listens
     proxy.accept()                                # listening again, on the same port
+    proxy.hold()                                  # connected, but no byte goes through
     proxy.stop()
+
+`hold()` is a server that went silent rather than down (a frozen process, a host gone off the
+network behind a load balancer): connections are accepted and kept, nothing answers.
 
 It runs on an event loop of its own in a background thread (as the test kit's stub servers do),
 so a test whose own loop is busy, blocked in a sync call, or absent does not stall the bytes of
@@ -34,6 +38,7 @@ class TcpProxy:
         self._thread: threading.Thread | None = None
         self._server: asyncio.Server | None = None
         self._writers: set[asyncio.StreamWriter] = set()
+        self._holding = False
         self.connections = 0  # accepted since start (a figure for tests)
 
     # -- the thread's loop ----------------------------------------------------------------------
@@ -52,12 +57,23 @@ class TcpProxy:
         return self
 
     def accept(self) -> None:
-        """Listen again (after `refuse()`), on the same port."""
+        """Listen again (after `refuse()`), on the same port, and forward (after `hold()`: the
+        connections held are cut, as a server back from silence has forgotten them)."""
+        if self._holding:
+            self._run(self._refuse())
+            self._holding = False
         self._run(self._listen())
 
     def refuse(self) -> None:
         """Stop listening and abort every open connection, both ways."""
         self._run(self._refuse())
+
+    def hold(self) -> None:
+        """Cut every open connection, then accept new ones and never forward a byte (a silent
+        server); `accept()` forwards again."""
+        self._run(self._refuse())
+        self._holding = True
+        self._run(self._listen())
 
     def stop(self) -> None:
         """`refuse()`, then end the loop thread."""
@@ -99,6 +115,9 @@ class TcpProxy:
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         if self._server is None:  # accepted just as refuse() ran
             writer.transport.abort()
+            return
+        if self._holding:  # kept open, never answered, until refuse() or stop()
+            self._writers.add(writer)
             return
         try:
             up_reader, up_writer = await asyncio.open_connection(*self.target)

@@ -109,13 +109,3 @@ class SiteverifyClient:
 
     async def aclose(self) -> None:
         await self._http.aclose()
-
-
-class NoVerification:
-    """Development only: every request passes (start-up and /readyz say so loudly)."""
-
-    async def verify(self, token: str) -> None:
-        return None
-
-    async def aclose(self) -> None:
-        return None

@@ -1,8 +1,9 @@
 """The gateway: the flow of one call. Admit (rate, cap), call the provider, settle, reply.
 
-Its collaborators each do one job: `SingleFlight` (one answer per request_id), `CallRecord`
-(the call's totals and ledger rows), `ProviderCalls` (retries, backoff, circuit), `Ledger`
-(settle with retries), `Reports` (availability, usage, gauges), `Repository` (every SQL).
+Its collaborators each do one job: the kit's `SingleFlight` (one answer per request_id),
+`CallRecord` (the call's totals and ledger rows), `ProviderCalls` (retries, backoff, circuit),
+`Ledger` (settle with retries), `Reports` (availability, usage, gauges), `Repository` (every
+SQL).
 """
 
 from __future__ import annotations
@@ -56,9 +57,9 @@ from quiz_llm_gateway.provider import ProviderReply
 from quiz_llm_gateway.provider_calls import Provider, ProviderCalls, ProviderFailure
 from quiz_llm_gateway.reports import Reports
 from quiz_llm_gateway.repository import AdmitArgs, Held, RateKey, Repository, is_outage
-from quiz_llm_gateway.singleflight import SingleFlight
 from quiz_llm_gateway.stream_journal import StreamJournal
 from quiz_llm_gateway.writer import AdmitWriter
+from quiz_servicekit.singleflight import SingleFlight
 
 log = logging.getLogger(__name__)
 # How often a repeat waits on another replica's call of the same request_id.
@@ -122,6 +123,9 @@ class Gateway:
             monotonic=monotonic,
         )
         self._single = SingleFlight[CompleteReply](settings.idempotency_ttl_s, monotonic)
+        # Request ids whose call failed while the database was away (key -> call id): released
+        # at the next sweep, not left to expire (deadline + grace) while their callers repeat.
+        self._unreleased: dict[str, str] = {}
         self._admissions = AdmitWriter(repo)
 
     @staticmethod
@@ -199,11 +203,13 @@ class Gateway:
             reply = await self._complete(req, trace_id, call_id)
         except BaseException:
             # Only a success is kept: a failed call may be asked again. When the database is
-            # away the claim stays until it expires (deadline + grace): the error stands.
+            # away the release waits for the next sweep (a repeat meanwhile waits or is told
+            # `unavailable`): the error stands.
             try:
                 await asyncio.shield(self.repo.forget_request(key, call_id))
             except Exception as e:
-                log.warning("request %s not released (%s)", key, type(e).__name__)
+                self._unreleased[key] = call_id
+                log.warning("request %s not released yet (%s)", key, type(e).__name__)
             raise
         # Paid: the reply goes to its caller whatever becomes of this write (the database,
         # else the journal, which any replica replays into idempotency_keys).
@@ -507,12 +513,21 @@ class Gateway:
         finally:
             # Before the database steps below, which fail while it is away.
             await self.ledger.pending()
+        await self._release_claims()
         released = await self.repo.release_expired(self.clock())
         if released:
             log.warning("released %d expired reservation(s)", released)
         await self.repo.prune_rate_events(self.clock() - self.settings.rate_window_s)
         await self.repo.prune_requests(self.clock())
         await self.reports.refresh_gauges()
+
+    async def _release_claims(self) -> None:
+        """Release the request ids whose failed call could not release them (the database was
+        away); the first refusal stops the round, the rest wait for the next sweep."""
+        for key, call_id in list(self._unreleased.items()):
+            await self.repo.forget_request(key, call_id)
+            del self._unreleased[key]
+            log.info("request %s released after the outage", key)
 
     async def _know_database(self) -> None:
         """Read the database's id once: the JetStream journal's subject (one per database)."""

@@ -350,6 +350,38 @@ async def test_a_reply_journaled_longer_than_its_claim_lives_is_not_paid_again(
             await provider.close()
 
 
+async def test_a_request_id_whose_call_failed_during_an_outage_is_free_after_the_next_sweep(
+    migrated_url: str, anthropic_stub: AnthropicStub, tmp_path: Path, outage: Outage
+) -> None:
+    """A call fails (the provider refuses it) while the database is away, so its request id
+    cannot be released: once the database is back the next sweep releases it, and the caller's
+    repeat is answered at once, not told `unavailable` until the claim expires (deadline +
+    grace, 140 s in the chaos suite, longer than its callers retry)."""
+    url = await outage.gateway_url()
+    gateway, db, provider = build_gateway(url, anthropic_stub, tmp_path / "journal", busy_ms=300)
+    try:
+        anthropic_stub.script(StubReply.slow(0.5, StubReply.error(400)))
+        call = asyncio.create_task(gateway.complete(request(request_id="fails-1")))
+        for _ in range(500):
+            if anthropic_stub.requests:
+                break
+            await asyncio.sleep(0.01)
+        await outage.begin()
+        with pytest.raises(ContractError):
+            await call
+        await outage.resume()
+        await gateway.sweep()
+        anthropic_stub.script(StubReply.tool({"findings": []}))
+        again = await asyncio.wait_for(gateway.complete(request(request_id="fails-1")), 10)
+        assert again.output == {"findings": []}
+        assert len(anthropic_stub.requests) == 2
+    finally:
+        with contextlib.suppress(Exception):
+            await gateway.close()
+        db.close()
+        await provider.close()
+
+
 def gauge(gateway: Gateway) -> float:
     """The replica's quiz_llm_gateway_settle_journal_pending."""
     return gateway.metrics.journal_pending.collect()[0].samples[0].value

@@ -10,7 +10,8 @@ from typing import Any
 
 from quiz_contracts import subjects
 from quiz_contracts.poll import BrainstormClose, BrainstormOpen, PollAck, PollJoin
-from quiz_poll.service import LivePoll, PollService
+from quiz_poll.cache import LivePoll
+from quiz_poll.service import PollService
 from quiz_servicekit.app import ServiceRef
 from quiz_servicekit.micro import EndpointSpec, MsgContext, endpoint
 

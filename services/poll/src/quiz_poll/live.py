@@ -17,6 +17,7 @@ from collections.abc import Callable, Coroutine, Hashable
 from typing import Any
 
 from quiz_contracts.errors import ContractError, ErrorCode
+from quiz_servicekit.tasks import TaskSet
 
 SseChunk = bytes
 
@@ -148,7 +149,7 @@ class Coalescer:
         self._monotonic = monotonic
         self._last: dict[str, float] = {}
         self._scheduled: dict[str, asyncio.TimerHandle | asyncio.Handle] = {}
-        self._tasks: set[asyncio.Task[None]] = set()
+        self._tasks = TaskSet("poll-frames")
 
     def touch(self, evaluation_id: str) -> None:
         """Something of the poll changed: a flush is due (now, or at the interval's end)."""
@@ -164,14 +165,10 @@ class Coalescer:
     def _run(self, evaluation_id: str) -> None:
         self._scheduled.pop(evaluation_id, None)
         self._last[evaluation_id] = self._monotonic()
-        task = asyncio.get_running_loop().create_task(self._flush(evaluation_id))
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        self._tasks.spawn(self._flush(evaluation_id), name=f"poll-flush:{evaluation_id}")
 
     async def aclose(self) -> None:
         for handle in self._scheduled.values():
             handle.cancel()
         self._scheduled.clear()
-        for task in list(self._tasks):
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await self._tasks.close()

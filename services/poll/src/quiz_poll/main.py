@@ -7,6 +7,7 @@ import time
 from fastapi import FastAPI
 
 from quiz_poll import api, consumers, handlers, pages
+from quiz_poll.bus import PollBus
 from quiz_poll.config import Settings
 from quiz_poll.metrics import PollMetrics
 from quiz_poll.models import MIGRATIONS
@@ -53,10 +54,10 @@ def create_app(settings: Settings | None = None, *, clock: Clock = time.time) ->
     )
 
     async def on_startup(rt: ServiceRuntime) -> None:
+        bus = PollBus(rt.nc, rt.js)
         poll = PollService(
             repo=PollRepository(rt.db),
-            nc=rt.nc,
-            js=rt.js,
+            bus=bus,
             llm=LlmClient(rt.nc),
             metrics=metrics,
             frame_interval_s=settings.frame_interval_s,
@@ -69,10 +70,13 @@ def create_app(settings: Settings | None = None, *, clock: Clock = time.time) ->
             clock=clock,
         )
         await poll.start()
+        # Another replica's change of a poll held here: heard on its frames, read again.
+        await bus.listen(poll.remote_frame)
         service.set(poll)
 
     async def on_shutdown(_: ServiceRuntime) -> None:
         if service.is_set:
+            await service().bus.aclose()
             await service().aclose()
 
     app = create_service_app(

@@ -11,6 +11,7 @@ from quiz_contracts.errors import ContractError
 from quiz_contracts.poll import IdeaMark, MaskedPerson, PollAiError, PollParticipant
 from quiz_poll.models import MIGRATIONS
 from quiz_poll.repository import AnswerToSave, NewPoll, PollRepository
+from quiz_poll.service import answer_writer
 from quiz_servicekit.db import Database
 from quiz_servicekit.migrate import upgrade
 
@@ -139,6 +140,69 @@ async def test_the_lease_one_holder_cooldown_stale_and_cap(database_url: str) ->
     assert await repo.claim("ev1", T0 + 34)
     assert not await repo.claim("ev1", T0 + 60)  # held, heartbeat fresh
     assert await repo.claim("ev1", T0 + 34 + 61)  # stale: its pass died
+    repo.db.close()
+
+
+async def test_each_lease_step_stores_the_row_its_pure_rule_gives(database_url: str) -> None:
+    """The repository runs `domain.ai_run`: after every step the stored row is the rule's row,
+    times as the epoch seconds given (the lease is compared by value, never rounded)."""
+    repo = await repo_at(database_url)
+    lease = T0 + 0.123456789  # more digits than a datetime keeps
+
+    async def stored() -> tuple[object, ...]:
+        run = await repo.ai_run("ev1")
+        assert run is not None
+        return (run.lease_at, run.heartbeat_at, run.calls, run.error, run.error_at)
+
+    assert await repo.claim("ev1", lease)
+    assert await stored() == (lease, lease, 0, None, None)  # ai_run.claim
+    assert await repo.start_pass("ev1", lease, T0 + 3)
+    assert not await repo.start_pass("ev1", lease, T0 + 4)  # its pass beats: pass_running
+    assert await repo.beat("ev1", lease, T0 + 5) == 0  # ai_run.heartbeat
+    await repo.pause("ev1", lease)
+    assert await stored() == (lease, None, 0, None, None)  # ai_run.pause
+    assert await repo.start_pass("ev1", lease, T0 + 6)  # paused: no pass holds the job
+    assert await repo.after_success("ev1", lease, T0 + 7)
+    assert await stored() == (lease, T0 + 7, 1, None, None)  # ai_run.after_success
+    await repo.after_failure("ev1", lease, PollAiError.timeout, T0 + 8)
+    assert await stored() == (None, T0 + 8, 1, PollAiError.timeout, T0 + 8)  # after_failure
+    assert not await repo.after_success("ev1", lease, T0 + 9)  # ai_run.holds: not any more
+    assert await repo.claim("ev1", T0 + 40)
+    await repo.release("ev1", T0 + 40, T0 + 41)
+    assert await stored() == (None, T0 + 41, 1, PollAiError.timeout, T0 + 8)  # ai_run.release
+    await repo.set_switches(
+        "ev1",
+        votes=False,
+        moderation=True,
+        ai=True,
+        retroactive=[],
+        run="on",
+        actor="t1",
+        record={},
+        now=T0 + 50,
+    )
+    assert await stored() == (None, T0 + 50, 0, None, None)  # ai_run.switch_on
+    repo.db.close()
+
+
+async def test_an_answer_that_breaks_its_batch_fails_alone(database_url: str) -> None:
+    """The service's group commit of answers (`answer_writer`): a batch whose transaction fails
+    is written again answer by answer, so the others are stored and only the bad one fails."""
+    repo = await repo_at(database_url)
+    writer = answer_writer(repo, lambda: T0)
+    bad = AnswerToSave("ev1", guest("a2"), [b"\xff"])  # type: ignore[list-item]  # no JSON
+    items = [
+        AnswerToSave("ev1", guest("a1"), ["eau"]),
+        bad,
+        AnswerToSave("ev1", guest("a3"), ["air"]),
+    ]
+    results = await asyncio.gather(*(writer.submit(i) for i in items), return_exceptions=True)
+    assert isinstance(results[1], TypeError)
+    assert isinstance(results[0], int) and isinstance(results[2], int)
+    state = await repo.state("ev1")
+    assert state is not None
+    assert state.answers == [("a1", {"ideas": ["eau"]}), ("a3", {"ideas": ["air"]})]
+    await writer.close()
     repo.db.close()
 
 

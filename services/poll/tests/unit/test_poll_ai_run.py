@@ -24,6 +24,7 @@ from quiz_poll.domain.ai_run import (
     heartbeat,
     holds,
     pass_running,
+    pause,
     release,
     switch_off,
     switch_on,
@@ -127,3 +128,16 @@ def test_a_pass_runs_while_its_lease_is_held_and_its_heartbeat_is_fresh() -> Non
     assert not pass_running(lease + 1, now, lease, now)  # another lease: not this job's pass
     assert not pass_running(None, now, lease, now)  # released
     assert not pass_running(now - 3, now - 3, now - 3, now)  # claimed, no pass has beaten yet
+
+
+def test_a_paused_pass_keeps_its_lease_and_no_longer_holds_its_job_back() -> None:
+    """A pass stopped for its job to come again (a call the gateway did not answer) clears its
+    heartbeat: the redelivery starts at once, under the same lease."""
+    got = claim(None, "ev1", T0)
+    assert got is not None
+    beating = heartbeat(got.run, T0 + 5 * S)
+    paused = pause(beating)
+    assert holds(paused, got.lease) and paused.heartbeat_at is None
+    lease, now = T0.timestamp(), (T0 + 6 * S).timestamp()
+    assert pass_running(lease, (T0 + 5 * S).timestamp(), lease, now)
+    assert not pass_running(lease, None, lease, now)

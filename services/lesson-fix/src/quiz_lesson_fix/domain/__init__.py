@@ -1,1 +1,1 @@
-"""Pure lesson logic: the text model, the checks, quick fixes and "Fix with AI". No I/O."""
+"""Pure lesson logic: the text model, the checks and "Fix with AI". No I/O."""

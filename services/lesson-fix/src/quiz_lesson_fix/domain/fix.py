@@ -392,14 +392,3 @@ async def suggest_fix(
             {"role": "user", "content": retry_prompt(problems)},
         ]
     return FixOutcome(finding, done)
-
-
-async def fix_lesson(
-    doc: Mapping[str, Any],
-    finding: Finding,
-    *,
-    complete: Complete,
-    before: CheckResult | None = None,
-) -> FixReply:
-    """`suggest_fix` as the route answers it: the reply, or 422 fix_failed."""
-    return (await suggest_fix(doc, finding, complete=complete, before=before)).reply()

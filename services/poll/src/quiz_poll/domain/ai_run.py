@@ -14,8 +14,10 @@ ADR-072 §12–§13 and heig-quiz `apps/api/src/modules/poll/ai.ts` (FACTS D, "B
   nothing else, and releases the lease (fail closed).
 - Switching on starts a fresh run (calls and error reset); switching off drops the lease.
 
-Each function returns the row as it must be after the step; the repository writes it with the
-same condition as an UPDATE … WHERE (the lease across replicas is the database row's).
+Each function returns the row as it must be after the step; the repository reads the row
+(locked), asks the function, and writes the row it returns by a conditional UPDATE whose WHERE
+is the same rule again (the lease across replicas is the database row's). `pass_running`
+decides `start_pass`, `before_call` the run's cap at each batch of a pass.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from datetime import datetime, timedelta
 
 from quiz_contracts.errors import ErrorCode
 from quiz_contracts.poll import PollAiError, PollAiRun
+from quiz_servicekit.lease_time import beat_fresh
 
 LEASE_STALE = timedelta(seconds=60)
 ERROR_COOLDOWN = timedelta(seconds=30)
@@ -113,6 +116,12 @@ def after_failure(run: PollAiRun, code: ErrorCode | str, now: datetime) -> PollA
     )
 
 
+def pause(run: PollAiRun) -> PollAiRun:
+    """The pass stopped for its job to be delivered again: the lease kept, no heartbeat, so the
+    redelivery (on any replica) sees no pass running (`pass_running`) and starts at once."""
+    return run.model_copy(update={"heartbeat_at": None})
+
+
 def release(run: PollAiRun, now: datetime) -> PollAiRun:
     """Nothing left to judge: the lease is free for the next answer."""
     return run.model_copy(update={"lease_at": None, "heartbeat_at": now})
@@ -167,4 +176,4 @@ def pass_running(
         return False
     # The claim writes heartbeat_at == lease_at: only a pass's own beat is later than that,
     # so the job the claim sent is never held back by the claim itself.
-    return lease_at < heartbeat_at and heartbeat_at >= now - PASS_ALIVE.total_seconds()
+    return lease_at < heartbeat_at and beat_fresh(heartbeat_at, now, PASS_ALIVE.total_seconds())

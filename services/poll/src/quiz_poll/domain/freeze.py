@@ -14,10 +14,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
 from quiz_contracts.errors import ContractError, ErrorCode
-from quiz_contracts.poll import PollParticipant
-from quiz_poll.domain.board import Board
+from quiz_contracts.poll import PollIdeaBoard, PollParticipant
+from quiz_poll.domain.board import Board, Bubble
 from quiz_poll.domain.tally import BrainstormTally
 from quiz_poll.domain.views import TallySnapshot, snapshot
 
@@ -29,17 +30,22 @@ def freezes_at(closed_at: datetime) -> datetime:
     return closed_at + FREEZE_AFTER
 
 
-def is_frozen(closed_at: datetime | None, now: datetime) -> bool:
-    """A poll freezes 30 days after it closed; a running poll never is."""
-    return closed_at is not None and now >= freezes_at(closed_at)
+def is_frozen(
+    closed_at: datetime | None, now: datetime, *, frozen_at: datetime | None = None
+) -> bool:
+    """A poll freezes 30 days after it closed (from then on, even before the sweep stored its
+    view); one the sweep froze (`frozen_at`) stays frozen; a running poll never is."""
+    return frozen_at is not None or (closed_at is not None and now >= freezes_at(closed_at))
 
 
-def ensure_moderation_open(closed_at: datetime | None, now: datetime) -> None:
-    """409 `poll_frozen` for a board action on a frozen poll."""
-    if is_frozen(closed_at, now):
+def ensure_moderation_open(
+    closed_at: datetime | None, now: datetime, *, frozen_at: datetime | None = None
+) -> None:
+    """409 `poll_frozen` for a board action on a frozen poll (`is_frozen`)."""
+    if is_frozen(closed_at, now, frozen_at=frozen_at):
         raise ContractError(
             ErrorCode.poll_frozen,
-            "This poll closed over 30 days ago: its ideas are frozen and its moderation read-only.",
+            "This poll closed over 30 days ago: its moderation is read-only.",
         )
 
 
@@ -66,3 +72,29 @@ def freeze(tally: BrainstormTally, now: datetime) -> FrozenPoll:
 def guests_to_purge(participants: Iterable[PollParticipant]) -> list[str]:
     """The attempts whose answers go at the freeze: the guests' (nobody the platform knows)."""
     return [p.attempt_id for p in participants if p.kind == "guest"]
+
+
+def frozen_view(frozen: FrozenPoll, board: PollIdeaBoard) -> dict[str, Any]:
+    """What `polls.frozen_view` stores (JSON): the tally's numbers and cloud, the staff board."""
+    snap = frozen.tally
+    return {
+        "tally": {
+            "joined": snap.joined,
+            "answered": snap.answered,
+            "pending": snap.pending,
+            "cloud": [{"key": b.key, "label": b.label, "count": b.count} for b in snap.cloud],
+        },
+        "board": board.model_dump(mode="json"),
+    }
+
+
+def read_frozen(view: dict[str, Any]) -> tuple[TallySnapshot, PollIdeaBoard]:
+    """The tally and the board a `frozen_view` stored, as the frozen poll serves them."""
+    tv = view["tally"]
+    tally = snapshot(
+        tv["joined"],
+        tv["answered"],
+        tv["pending"],
+        [Bubble(b["key"], b["label"], b["count"]) for b in tv["cloud"]],
+    )
+    return tally, PollIdeaBoard.model_validate(view["board"])

@@ -178,6 +178,14 @@ class IdeaAudit:
     after: dict[str, IdeaMark]
     action_name: str = AUDIT_ACTION
 
+    def record(self) -> dict[str, object]:
+        """What `poll_audit.record` stores (JSON): the change, the marks before and after."""
+        return {
+            "change": self.change,
+            "before": {k: None if m is None else m.model_dump() for k, m in self.before.items()},
+            "after": {k: m.model_dump() for k, m in self.after.items()},
+        }
+
 
 @dataclass(frozen=True)
 class ActionResult:

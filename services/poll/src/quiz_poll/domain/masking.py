@@ -76,11 +76,6 @@ def name_mask(people: Iterable[MaskedPerson]) -> NameMask:
     return NameMask(frozenset(parts), pattern)
 
 
-def mask_names(text: str, people: Iterable[MaskedPerson]) -> str:
-    """`text` masked of these people's names and e-mails (one-off; build `name_mask` to reuse)."""
-    return name_mask(people).apply(text)
-
-
 def people_to_mask(roster: Iterable[MaskedPerson], joins: Iterable[PollJoin]) -> list[MaskedPerson]:
     """Whom a poll knows: its classroom's roster and every ACCOUNT that joined it.
 

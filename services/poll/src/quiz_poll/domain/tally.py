@@ -119,15 +119,42 @@ class _Cluster:
         return len(self.people)
 
 
+class _Marks(dict[str, IdeaMark]):
+    """The poll's marks by key, and which keys merge into each (to find what a change moves)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._children: dict[str, set[str]] = {}  # key -> keys whose mark merges into it
+
+    def put(self, mark: IdeaMark) -> None:
+        old = self.get(mark.key)
+        if old is not None and old.merged_into is not None:
+            self._children.get(old.merged_into, set()).discard(mark.key)
+        self[mark.key] = mark
+        if mark.merged_into is not None:
+            self._children.setdefault(mark.merged_into, set()).add(mark.key)
+
+    def reach(self, changed: Iterable[str]) -> set[str]:
+        """The changed keys and every key whose merge chain passes through one of them: each
+        may change head or cluster."""
+        reach: set[str] = set()
+        queue = deque(changed)
+        while queue:
+            key = queue.popleft()
+            if key not in reach:
+                reach.add(key)
+                queue.extend(self._children.get(key, ()))
+        return reach
+
+
 class BrainstormTally:
     """One poll's tally, updated per answer change; the board and the cloud on demand."""
 
     def __init__(self, *, moderation: bool, marks: Iterable[IdeaMark] = ()) -> None:
         self._moderation = moderation
-        self._marks: dict[str, IdeaMark] = {}
-        self._children: dict[str, set[str]] = {}  # key -> keys whose mark merges into it
+        self._marks = _Marks()
         for mark in marks:
-            self._set_mark(mark)
+            self._marks.put(mark)
         self._order: dict[Hashable, int] = {}  # participant -> order of their first answer
         self._next_order = 0
         self._held: dict[int, dict[str, tuple[int, str]]] = {}
@@ -298,28 +325,12 @@ class BrainstormTally:
         changed = [key for key, mark in written.items() if self._marks.get(key) != mark]
         if not changed:
             return
-        # Every key whose chain passes through a changed key may change head or cluster.
-        reach: set[str] = set()
-        queue = deque(changed)
-        while queue:
-            key = queue.popleft()
-            if key in reach:
-                continue
-            reach.add(key)
-            queue.extend(self._children.get(key, ()))
+        reach = self._marks.reach(changed)
         for key in changed:
-            self._set_mark(written[key])
+            self._marks.put(written[key])
         self._rebuild({key for key in reach if key in self._keys})
 
     # --- internals ------------------------------------------------------------------------
-
-    def _set_mark(self, mark: IdeaMark) -> None:
-        old = self._marks.get(mark.key)
-        if old is not None and old.merged_into is not None:
-            self._children.get(old.merged_into, set()).discard(mark.key)
-        self._marks[mark.key] = mark
-        if mark.merged_into is not None:
-            self._children.setdefault(mark.merged_into, set()).add(mark.key)
 
     def _room_shown(self, key: str) -> str:
         """What the room reads of a visible key (board.Variant.room_shown), without building
