@@ -59,8 +59,10 @@ class ServiceRef(Generic[S]):
     """The object a service builds in its lifespan, reached the same way by routes and endpoints.
 
     Built after NATS and the database are up (`ref.set(...)` in `on_startup`); before that, and
-    after nothing, `ref()` answers `unavailable`. HTTP routes take it as a dependency
-    (`service: Gateway = Depends(ref)`), NATS endpoints and consumers call `ref()`.
+    after nothing, `ref()` answers `unavailable` (HTTP 503 `{code, message}`). NATS endpoints,
+    consumers and periodic tasks call `ref()`; HTTP routes take the value through a typed alias
+    declared once in their router function, `GatewayDep = Annotated[Gateway,
+    Depends(ref.resolve)]` (the FastAPI full-stack template's `api/deps.py` idiom).
     """
 
     def __init__(self, what: str) -> None:
@@ -78,6 +80,15 @@ class ServiceRef(Generic[S]):
         if self._value is None:
             raise ContractError(ErrorCode.unavailable, f"the {self.what} is not started")
         return self._value
+
+    async def resolve(self) -> S:
+        """`ref()` as a FastAPI dependency, run on the event loop.
+
+        A coroutine function because FastAPI runs a sync dependency (`Depends(ref)`) in a worker
+        thread: a thread hop on every request, and a request waits for a free thread when the
+        pool (40) is busy with blocking work.
+        """
+        return self()
 
 
 class ServiceRuntime:
