@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
-import os
 import socket
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
@@ -134,9 +133,7 @@ class ServiceRuntime:
 
     def resolve_database_url(self) -> str:
         """DATABASE_URL, or the embedded SQLite file of this service under QUIZ_DATA_DIR."""
-        return self.settings.database_url or default_sqlite_url(
-            os.environ.get("QUIZ_DATA_DIR", ".data"), self.name
-        )
+        return self.settings.database_url or default_sqlite_url(self.settings.data_dir, self.name)
 
     def migrate(self) -> None:
         """Upgrade the service's database to head (blocking; serialised across replicas)."""
