@@ -13,7 +13,7 @@ from quiz_contracts.generate import (
 )
 from quiz_editor_assist.service import GenerateService
 from quiz_servicekit.app import ServiceRef
-from quiz_servicekit.auth import Access, Identity, current_identity, require_grant
+from quiz_servicekit.auth import Access, Identity, caller_identity, require_grant
 from quiz_servicekit.request_ids import IDEMPOTENCY_KEY_HEADER, caller_key
 
 
@@ -81,7 +81,7 @@ def generate_router(generate_service: ServiceRef[GenerateService]) -> APIRouter:
     )
     async def availability(
         *,
-        _: Identity = Depends(current_identity),
+        _: Identity = Depends(caller_identity),
         service: GenerateServiceDep,
     ) -> GenerateAvailability:
         """Whether the editor shows the wand, and for which types."""
