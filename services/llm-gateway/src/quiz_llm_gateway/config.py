@@ -130,7 +130,7 @@ class Settings(ServiceSettings):
         """Where the settle journal lives."""
         if self.settle_journal_dir:
             return self.settle_journal_dir
-        return os.path.join(os.environ.get("QUIZ_DATA_DIR", ".data"), "llm-gateway-journal")
+        return os.path.join(self.data_dir, "llm-gateway-journal")
 
     @field_validator("purpose_models", "model_prices", "rate_limits", mode="before")
     @classmethod
