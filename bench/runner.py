@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import resource
 import statistics
 import time
 from dataclasses import dataclass
@@ -43,13 +44,24 @@ def hello_request(cases: int, language: str = "python") -> RunRequest:
 
 
 async def bare_python(times: int, script: Path) -> list[float]:
-    """Seconds per `python3 -B -E -s main.py`, outside any sandbox."""
+    """Seconds per `python3 -B -E -s main.py`, outside any sandbox.
+
+    In a session of its own, as every sandbox is: with the kernel's autogroups (on here) each
+    session is a scheduling group of its own, and a bare run left in the bench's session would
+    share its CPU with the bench and get less of a loaded host than a sandbox does.
+    """
     python = Toolchain().python
     out = []
     for _ in range(times):
         start = time.perf_counter()
         proc = await asyncio.create_subprocess_exec(
-            python, "-B", "-E", "-s", str(script), stdout=asyncio.subprocess.PIPE
+            python,
+            "-B",
+            "-E",
+            "-s",
+            str(script),
+            stdout=asyncio.subprocess.PIPE,
+            start_new_session=True,
         )
         await proc.communicate()
         out.append(time.perf_counter() - start)
@@ -65,6 +77,14 @@ async def sandboxed_cases(service: RunnerService, cases: int) -> float:
     return (total - reply.compile.wall_ms / 1000) / cases
 
 
+def cpu_s() -> float:
+    """CPU seconds of this process and of its reaped descendants (each sandbox's processes are
+    reaped up the chain: program, step init, pid 1, bwrap, us)."""
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
 async def interleaved(service: RunnerService, script: Path, rounds: int) -> list[Round]:
     """`rounds` rounds, each a bare run of N hellos then a sandboxed request of N (ABBA order).
 
@@ -72,27 +92,42 @@ async def interleaved(service: RunnerService, script: Path, rounds: int) -> list
     the sandbox costs) weighs on both figures of a ratio alike.
     """
     out = []
+
+    async def bare() -> tuple[float, float]:
+        before = cpu_s()
+        wall = statistics.median(await bare_python(N, script))
+        return wall, (cpu_s() - before) / N
+
+    async def sandboxed() -> tuple[float, float]:
+        before = cpu_s()
+        wall = await sandboxed_cases(service, N)
+        return wall, (cpu_s() - before) / N
+
     for i in range(rounds):
         if i % 2 == 0:
-            bare = statistics.median(await bare_python(N, script))
-            sandboxed = await sandboxed_cases(service, N)
+            b, s = await bare(), await sandboxed()
         else:
-            sandboxed = await sandboxed_cases(service, N)
-            bare = statistics.median(await bare_python(N, script))
-        out.append(Round(bare, sandboxed))
+            s, b = await sandboxed(), await bare()
+        out.append(Round(b[0], s[0], b[1], s[1]))
     return out
 
 
 @dataclass(frozen=True)
 class Round:
-    """One round: seconds per bare run and per sandboxed case."""
+    """One round: seconds per bare run and per sandboxed case, wall clock and CPU."""
 
     bare: float
     sandboxed: float
+    bare_cpu: float  # with the bench's own share of spawning and reading
+    sandboxed_cpu: float  # with the runner's own share (the request's compile step included)
 
     @property
     def ratio(self) -> float:
         return self.sandboxed / self.bare
+
+    @property
+    def cpu_ratio(self) -> float:
+        return self.sandboxed_cpu / self.bare_cpu
 
 
 async def throughput(service: RunnerService, cases_per_request: int, seconds: float) -> float:
@@ -190,6 +225,10 @@ async def bench(args: argparse.Namespace, state: Path, script: Path) -> None:
         (
             f"ratio sandboxed / bare, per round, {len(rounds)} rounds (target ≤ 1.3×)",
             spread([r.ratio for r in rounds], ".2f") + "×",
+        ),
+        (
+            "CPU per case / CPU per bare run, per round (runner and sandbox processes)",
+            spread([r.cpu_ratio for r in rounds], ".2f") + "×",
         ),
         (f"bare `python3` hellos/s, {cores} at a time (the floor)", f"{bare_s:.1f}"),
         (f"cases/s, {cores} slots busy, {N} cases a request (target ≥ 120/s)", f"{busy_20:.1f}"),
