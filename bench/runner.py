@@ -15,6 +15,7 @@ import os
 import resource
 import statistics
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -130,35 +131,38 @@ class Round:
         return self.sandboxed_cpu / self.bare_cpu
 
 
-async def throughput(service: RunnerService, cases_per_request: int, seconds: float) -> float:
-    """Cases per second with one client per slot, each sending requests back to back."""
+async def rate(step: Callable[[], Awaitable[int]], clients: int, seconds: float) -> float:
+    """Units per second of `clients` loops running `step` (it returns the units it did) back to
+    back for `seconds`."""
     done = 0
     deadline = time.perf_counter() + seconds
 
     async def client() -> None:
         nonlocal done
         while time.perf_counter() < deadline:
-            reply = await service.run(hello_request(cases_per_request))
-            done += len(reply.cases)
-
-    start = time.perf_counter()
-    await asyncio.gather(*(client() for _ in range(service.slots.total)))
-    return done / (time.perf_counter() - start)
-
-
-async def bare_throughput(script: Path, clients: int, seconds: float) -> float:
-    """Bare `python3` hellos per second, one client per slot back to back: the floor."""
-    done = 0
-    deadline = time.perf_counter() + seconds
-
-    async def client() -> None:
-        nonlocal done
-        while time.perf_counter() < deadline:
-            done += len(await bare_python(1, script))
+            done += await step()
 
     start = time.perf_counter()
     await asyncio.gather(*(client() for _ in range(clients)))
     return done / (time.perf_counter() - start)
+
+
+async def throughput(service: RunnerService, cases_per_request: int, seconds: float) -> float:
+    """Cases per second with one client per slot, each sending requests back to back."""
+
+    async def request() -> int:
+        return len((await service.run(hello_request(cases_per_request))).cases)
+
+    return await rate(request, service.slots.total, seconds)
+
+
+async def bare_throughput(script: Path, clients: int, seconds: float) -> float:
+    """Bare `python3` hellos per second, one client per slot back to back: the floor."""
+
+    async def hello() -> int:
+        return len(await bare_python(1, script))
+
+    return await rate(hello, clients, seconds)
 
 
 def spread(values: list[float], fmt: str) -> str:

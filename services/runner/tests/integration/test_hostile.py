@@ -360,11 +360,13 @@ print("planted")
 
 
 async def test_setuid_binaries_give_no_privilege(runner: RunnerService) -> None:
-    """su, mount and friends run without privilege: no_new_privs, no capabilities, uid not 0."""
+    """su, mount and friends run without privilege: no_new_privs, no capabilities, uid not 0
+    (and the program starts with no signal blocked)."""
     src = """
 import os, subprocess
 st = {k: v.strip() for k, v in (l.split(":", 1) for l in open("/proc/self/status"))}
-print("NNP", st["NoNewPrivs"], "CAPEFF", st["CapEff"], "UID", os.getuid(), os.geteuid())
+print("NNP", st["NoNewPrivs"], "CAPEFF", st["CapEff"], "UID", os.getuid(), os.geteuid(),
+      "SIGBLK", st["SigBlk"])
 for argv in (["/usr/bin/su", "root", "-c", "id -u"], ["/usr/bin/mount", "-t", "tmpfs", "x", "/mnt"],
              ["/usr/bin/passwd", "-d", "root"], ["/usr/bin/newgrp", "root"]):
     try:
@@ -379,6 +381,7 @@ for argv in (["/usr/bin/su", "root", "-c", "id -u"], ["/usr/bin/mount", "-t", "t
     assert first[1] == "1"  # no_new_privs
     assert int(first[3], 16) == 0  # no effective capability
     assert first[5] != "0" and first[6] != "0"
+    assert int(first[8], 16) == 0  # no signal blocked (the init's SIGCHLD mask is not inherited)
     for line in case.stdout.splitlines()[1:]:
         parts = line.split()
         assert parts[1] == "ERR" or parts[2] != "0", line  # every one of them failed

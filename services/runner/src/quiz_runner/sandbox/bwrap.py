@@ -474,12 +474,14 @@ class Session:
                 asyncio.streams.FlowControlMixin, os.fdopen(in_w, "wb", buffering=0)
             )
             writer = asyncio.StreamWriter(transport, protocol, None, loop)
-            # A program that does not read its stdin closes the pipe: that is not an error.
-            with contextlib.suppress(BrokenPipeError, ConnectionResetError):
-                writer.write(stdin)
-                await writer.drain()
-            with contextlib.suppress(BrokenPipeError, ConnectionResetError, OSError):
-                writer.close()
+            try:
+                # A program that does not read its stdin closes the pipe: that is not an error.
+                with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                    writer.write(stdin)
+                    await writer.drain()
+            finally:
+                # Also when cancelled: stdin the program never read would keep the pipe.
+                transport.close()
 
         async def drain(fd: int) -> bytes:
             reader = asyncio.StreamReader(limit=1 << 20)

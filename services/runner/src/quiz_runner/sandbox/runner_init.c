@@ -484,6 +484,11 @@ static int send_text(int sock, const char *text) {
 
 /* The step init: pid 1 of the step's own pid namespace, in its own mount and IPC namespace. */
 static int step_init(struct step *s, int *fds) {
+    /* The server blocks SIGCHLD (its signalfd): the program must not inherit that mask. */
+    sigset_t chld;
+    sigemptyset(&chld);
+    sigaddset(&chld, SIGCHLD);
+    sigprocmask(SIG_UNBLOCK, &chld, NULL);
     for (int k = 0; k < 3; k++)
         if (dup2(fds[k], k) < 0) die("dup2");
     /* Nothing mounted here reaches the request's namespace (or the next step's). */
@@ -529,7 +534,7 @@ static int serve_step(int sock, int sigfd, char **argv, int argc, int *fds, int 
         _exit(step_init(&s, fds));
     }
     for (int k = 0; k < nfds; k++) close(fds[k]);
-    int st = 0, gone = 0, ended = 0;
+    int st = 0, gone = 0;
     while (!gone) {
         struct pollfd p[2] = {{sigfd, POLLIN, 0}, {sock, POLLIN, 0}};
         if (poll(p, 2, -1) < 0) {
@@ -547,9 +552,8 @@ static int serve_step(int sock, int sigfd, char **argv, int argc, int *fds, int 
         if (!gone && (p[1].revents & (POLLIN | POLLHUP | POLLERR))) {
             char cmd[16];
             ssize_t n = recv(sock, cmd, sizeof cmd, 0);
-            if (n <= 0) ended = 1; /* the runner is gone: so is the request */
             if (n <= 0 || (n == 4 && !memcmp(cmd, "kill", 4))) kill(pid, SIGKILL);
-            if (n <= 0) {
+            if (n <= 0) { /* the runner is gone: so is the request */
                 while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {}
                 return -1;
             }
@@ -566,7 +570,6 @@ static int serve_step(int sock, int sigfd, char **argv, int argc, int *fds, int 
     char done[48];
     snprintf(done, sizeof done, "done %s %d", WIFSIGNALED(st) ? "signal" : "exit",
              WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
-    (void)ended;
     return send_text(sock, done);
 }
 
@@ -615,6 +618,11 @@ static int serve(int sock) {
         for (char *p = buf; p < buf + n && argc < MAX_STEP_ARGS; p += strlen(p) + 1) argv[argc++] = p;
         argv[argc] = NULL;
         int rc;
+        if (n == 4 && !memcmp(buf, "kill", 4) && nfds == 0) {
+            /* A kill that crossed the step's "done" (the wall clock ran out as it ended): the
+             * step is gone already, and no answer is awaited. */
+            continue;
+        }
         if ((msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) || argc < 1 || strcmp(argv[0], "run") != 0) {
             for (int k = 0; k < nfds; k++) close(fds[k]);
             rc = send_text(sock, "error bad message");
