@@ -8,10 +8,10 @@ namespace of its own: no case sees another's files or processes (sandbox/runner_
 Nothing of the host's layout reaches a sandbox. bwrap, its bundled library, the init and every
 job file are handed over as file descriptors, never as host paths: the job's files are copied
 in by bwrap (`--file`) and the build is written inside the sandbox, so `/proc/self/mountinfo`
-names no state dir, job id or checkout; bwrap's own arguments come from an fd (`--args`) and bwrap itself stays
-outside the sandbox's pid namespace (`--as-pid-1`: our init is pid 1, non-dumpable). And since
-the slot's uid never resolves a host path, the runner does not depend on where the checkout or
-its state dir live (a 0700 home directory is fine).
+names no state dir, job id or checkout; bwrap's own arguments come from an fd (`--args`) and
+bwrap itself stays outside the sandbox's pid namespace (`--as-pid-1`: our init is pid 1,
+non-dumpable). And since the slot's uid never resolves a host path, the runner does not depend
+on where the checkout or its state dir live (a 0700 home directory is fine).
 """
 
 from __future__ import annotations
