@@ -78,3 +78,7 @@ def test_empty_text_is_unreadable_and_asks_again_in_text() -> None:
     messages = retry_messages([{"role": "user", "content": "q"}], [], problem)
     assert messages[-1]["content"][0]["type"] == "text"
     assert read_text_output([{"type": "text", "text": "ok"}]) == "ok"
+    # A reply's text blocks go back with their type and text only, never empty.
+    blocks = [{"type": "text", "text": "", "citations": None}, {"type": "text", "text": "a"}]
+    echoed = retry_messages([{"role": "user", "content": "q"}], blocks, problem)[1]["content"]
+    assert echoed == [{"type": "text", "text": "(empty)"}, {"type": "text", "text": "a"}]

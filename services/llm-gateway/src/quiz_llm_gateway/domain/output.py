@@ -206,7 +206,9 @@ def retry_messages(
             }
         ]
     else:
-        assistant = [b for b in content if b.get("type") == "text"] or [
+        # Echoed as `_echo` does (type and text only): the same turn whichever path read the
+        # reply (the SDK's blocks carry `citations: null`), and never an empty text block.
+        assistant = [_echo(b) for b in content if b.get("type") == "text"] or [
             {"type": "text", "text": "(no answer)"}
         ]
         feedback = [{"type": "text", "text": problem.problem}]
