@@ -23,6 +23,8 @@ Peers in the same run, each measured right after the gateway at every level:
   node/npm or a failed install skips it with the reason printed.
 - `--baseline-python PATH` (e.g. another checkout's `.venv/bin/python`): a second gateway from
   that interpreter's code, on its own NATS server and SQLite file, and the ratio this code ÷ it.
+`--repeat N` makes N whole runs (fresh processes each) and prints the median and range of each
+ratio across them: on a shared host one run's ratio moves with the load.
 """
 
 from __future__ import annotations
@@ -416,6 +418,30 @@ def report_peers(results: dict[int, dict[str, float]]) -> None:
             )
 
 
+def report_spread(runs: list[dict[float, dict[int, dict[str, float]]]]) -> None:
+    """Across repeated runs: the median [min–max] of gateway ÷ peer CPU per call and of the
+    added p50 (gateway and peers over the direct call), per model latency and level."""
+
+    def spread(values: list[float]) -> str:
+        return f"{statistics.median(values):.2f} [{min(values):.2f}–{max(values):.2f}]"
+
+    print(f"\nacross {len(runs)} runs: median [min–max]")
+    for model_ms in runs[0]:
+        for c in runs[0][model_ms]:
+            rows = [r[model_ms][c] for r in runs]
+            added = [r["gateway_p50"] - r["direct_p50"] for r in rows]
+            line = f"model {model_ms:g} ms c={c}: gateway added p50 {spread(added)} ms"
+            for name in ("portkey", "baseline"):
+                if all(f"{name}_cpu_ms" in r and r[f"{name}_cpu_ms"] for r in rows):
+                    cpu = [r["gateway_cpu_ms"] / r[f"{name}_cpu_ms"] for r in rows]
+                    peer_added = [r[f"{name}_p50"] - r["direct_p50"] for r in rows]
+                    line += (
+                        f"; CPU/call gateway ÷ {name} {spread(cpu)},"
+                        f" {name} added p50 {spread(peer_added)} ms"
+                    )
+            print(line)
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--requests", type=int, default=2000, help="calls per level (c ≥ 50)")
@@ -425,6 +451,9 @@ async def main() -> None:
     )
     parser.add_argument("--json", action="store_true", help="also print the figures as JSON")
     parser.add_argument("--no-portkey", action="store_true", help="skip the Portkey peer")
+    parser.add_argument(
+        "--repeat", type=int, default=1, help="whole runs (fresh processes), then the spread"
+    )
     parser.add_argument(
         "--baseline-python",
         default=None,
@@ -442,28 +471,38 @@ async def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="bench-llm-gateway-"))
     nats_server = NatsServer(work / "nats").start()
     baseline_nats = NatsServer(work / "nats-baseline").start() if args.baseline_python else None
-    all_results: dict[float, dict[int, dict[str, float]]] = {}
+    runs: list[dict[float, dict[int, dict[str, float]]]] = []
     try:
-        for model_ms in args.model_ms:
-            all_results[model_ms] = await measure(
-                args,
-                work,
-                nats_server.url,
-                model_ms,
-                portkey,
-                baseline_nats.url if baseline_nats is not None else None,
-            )
+        for run in range(args.repeat):
+            run_dir = work / f"run-{run + 1}"
+            run_dir.mkdir()
+            all_results: dict[float, dict[int, dict[str, float]]] = {}
+            for model_ms in args.model_ms:
+                all_results[model_ms] = await measure(
+                    args,
+                    run_dir,
+                    nats_server.url,
+                    model_ms,
+                    portkey,
+                    baseline_nats.url if baseline_nats is not None else None,
+                )
+            runs.append(all_results)
     finally:
         nats_server.stop()
         if baseline_nats is not None:
             baseline_nats.stop()
     print(f"llm-gateway vs direct SDK, {os.cpu_count()} cores, stub and gateway as processes")
     print(f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
-    for model_ms, results in all_results.items():
-        report(model_ms, results)
-        report_peers(results)
+    for run, all_results in enumerate(runs, 1):
+        if len(runs) > 1:
+            print(f"\n=== run {run} of {len(runs)}")
+        for model_ms, results in all_results.items():
+            report(model_ms, results)
+            report_peers(results)
+    if len(runs) > 1:
+        report_spread(runs)
     if args.json:
-        print(json.dumps({str(k): v for k, v in all_results.items()}, indent=2))
+        print(json.dumps([{str(k): v for k, v in r.items()} for r in runs], indent=2))
 
 
 if __name__ == "__main__":
