@@ -7,7 +7,7 @@ Run: `uv run python bench/llm_gateway.py [--requests 2000] [--database-url URL]
 Both paths send the same structured-output request (one forced tool) to the testkit's Anthropic
 stub, which runs in its own process (one stub per simulated model latency, `--model-ms`). The
 gateway runs as a real process (SQLite WAL by default) and does its whole job on each call: rate
-check and worst-case hold in one transaction, provider call through the SDK, settle with the
+check and worst-case hold in one transaction, provider request, settle with the
 ledger row in a second transaction. Per model latency and concurrency (1, 50, 200) it prints
 p50/p99 of both paths, the added latency, the calls/s of both, and CPU per call: the gateway
 process's CPU time over the level's calls, against the direct client's own CPU time (the SDK
