@@ -7,12 +7,24 @@ Run: `uv run python bench/llm_gateway.py [--requests 2000] [--database-url URL]
 Both paths send the same structured-output request (one forced tool) to the testkit's Anthropic
 stub, which runs in its own process (one stub per simulated model latency, `--model-ms`). The
 gateway runs as a real process (SQLite WAL by default) and does its whole job on each call: rate
-check and worst-case hold in one transaction, provider call through the SDK, settle with the
+check and worst-case hold in one transaction, provider request, settle with the
 ledger row in a second transaction. Per model latency and concurrency (1, 50, 200) it prints
 p50/p99 of both paths, the added latency, the calls/s of both, and CPU per call: the gateway
 process's CPU time over the level's calls, against the direct client's own CPU time (the SDK
 call alone) over the same number of calls. "Saturation" is the best calls/s of a level whose
 gateway p99 stayed under 1 s.
+
+Peers in the same run, each measured right after the gateway at every level:
+- Portkey's gateway (`@portkey-ai/gateway`, Node), when node and npm are on the machine: installed
+  on demand with `npm install --prefix .data/bench/portkey` (git-ignored), run as its own process
+  and pointed at the same stub (`x-portkey-custom-host`); the same SDK request goes through it.
+  Its CPU per call comes from /proc/<pid>/stat like the gateway's, and the bench prints
+  gateway ÷ Portkey for CPU per call and p50 at each level. `--no-portkey` skips it; a missing
+  node/npm or a failed install skips it with the reason printed.
+- `--baseline-python PATH` (e.g. another checkout's `.venv/bin/python`): a second gateway from
+  that interpreter's code, on its own NATS server and SQLite file, and the ratio this code ÷ it.
+`--repeat N` makes N whole runs (fresh processes each) and prints the median and range of each
+ratio across them: on a shared host one run's ratio moves with the load.
 """
 
 from __future__ import annotations
@@ -21,6 +33,7 @@ import argparse
 import asyncio
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -48,6 +61,9 @@ MODEL = "claude-sonnet-4-6"
 MAX_TOKENS = 300
 LEVELS = (1, 50, 200)
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+PORTKEY_PACKAGE = "@portkey-ai/gateway"
+PORTKEY_PREFIX = Path(__file__).resolve().parent.parent / ".data" / "bench" / "portkey"
+PORTKEY_SCRIPT = Path("node_modules/@portkey-ai/gateway/build/start-server.js")
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -109,10 +125,151 @@ def spawn(args: list[str], env: dict[str, str] | None, log: Path) -> subprocess.
         return subprocess.Popen(args, env=env, stdout=out, stderr=subprocess.STDOUT)
 
 
+def sdk_caller(client: anthropic.AsyncAnthropic, tool: dict[str, Any]) -> Any:
+    """One structured-output SDK call per invocation, through `client`'s base URL."""
+
+    async def call(_: int) -> None:
+        await client.messages.create(  # type: ignore[call-overload]
+            model=MODEL,
+            max_tokens=MAX_TOKENS,
+            messages=[{"role": "user", "content": PROMPT}],
+            tools=[tool],
+            tool_choice={"type": "tool", "name": "review"},
+        )
+
+    return call
+
+
+def gateway_caller(nc: Any) -> Any:
+    """One llm.v1.complete request per invocation over `nc`."""
+
+    async def call(_: int) -> None:
+        # A distinct teacher per call: the rate check runs, and never refuses.
+        req = CompleteRequest(
+            purpose="review",
+            user=f"bench-{uuid.uuid4().hex[:12]}",
+            messages=[{"role": "user", "content": PROMPT}],
+            output_schema={"name": "review", "json_schema": SCHEMA},
+            max_output_tokens=MAX_TOKENS,
+        )
+        await request(nc, subjects.LLM_COMPLETE, req, CompleteReply, timeout=60)
+
+    return call
+
+
+def install_portkey(prefix: Path = PORTKEY_PREFIX) -> Path | str:
+    """Portkey's start script, installed with npm on first use; a reason string when it cannot be.
+
+    Installed under `prefix` (git-ignored `.data/bench/portkey`), never into the repository's
+    dependencies: it is a peer to compare against, not something the project runs.
+    """
+    node, npm = shutil.which("node"), shutil.which("npm")
+    if node is None or npm is None:
+        return "node or npm is not on PATH"
+    script = prefix / PORTKEY_SCRIPT
+    if not script.exists():
+        prefix.mkdir(parents=True, exist_ok=True)
+        try:
+            subprocess.run(
+                [
+                    npm,
+                    "install",
+                    "--prefix",
+                    str(prefix),
+                    "--no-audit",
+                    "--no-fund",
+                    PORTKEY_PACKAGE,
+                ],
+                check=True,
+                capture_output=True,
+                timeout=600,
+            )
+        except (OSError, subprocess.SubprocessError) as e:
+            return f"npm install {PORTKEY_PACKAGE} failed: {type(e).__name__}: {e}"[:300]
+    if not script.exists():
+        return f"npm installed no {PORTKEY_SCRIPT}"
+    return script
+
+
+async def start_portkey(
+    script: Path, work: Path, stub_url: str, model_ms: float
+) -> tuple[subprocess.Popen[bytes], anthropic.AsyncAnthropic]:
+    """Portkey's gateway as a process, and an SDK client that calls the stub through it."""
+    port = free_port()
+    node = shutil.which("node") or "node"
+    proc = spawn(
+        [node, str(script), f"--port={port}", "--headless"],
+        None,
+        work / f"portkey-{model_ms:g}.log",
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        await wait_http(url)
+    except TimeoutError:
+        proc.terminate()
+        raise
+    client = anthropic.AsyncAnthropic(
+        api_key="bench-key",
+        base_url=url,
+        max_retries=0,
+        # Portkey's Anthropic provider, sent to the stub instead of api.anthropic.com.
+        default_headers={
+            "x-portkey-provider": "anthropic",
+            "x-portkey-custom-host": f"{stub_url}/v1",
+        },
+    )
+    return proc, client
+
+
+def start_baseline(
+    python: str, work: Path, nats_url: str, stub_url: str, model_ms: float
+) -> subprocess.Popen[bytes]:
+    """A second gateway from another checkout's interpreter, on its own NATS and SQLite file."""
+    env = gateway_env(
+        nats_url, f"sqlite+aiosqlite:///{work / f'baseline-{model_ms:g}.db'}", stub_url
+    )
+    env["QUIZ_DATA_DIR"] = str(work / "baseline-data")
+    return spawn([python, "-m", "quiz_llm_gateway.main"], env, work / f"baseline-{model_ms:g}.log")
+
+
+async def measure_peer(
+    name: str, call: Any, pid: int, concurrency: int, total: int, into: dict[str, float]
+) -> None:
+    """One level through a peer: its p50/p99, calls/s and CPU per call (of process `pid`),
+    added to `into` as `{name}_p50`, `{name}_p99`, `{name}_calls_s`, `{name}_cpu_ms`."""
+    cpu = process_cpu_s(pid)
+    latencies, wall = await run_level(call, concurrency, total)
+    used = process_cpu_s(pid) - cpu
+    into[f"{name}_p50"] = percentile(latencies, 0.50)
+    into[f"{name}_p99"] = percentile(latencies, 0.99)
+    into[f"{name}_calls_s"] = total / wall
+    into[f"{name}_cpu_ms"] = used / total * 1000
+
+
+def gateway_env(nats_url: str, db: str, stub_url: str) -> dict[str, str]:
+    """The environment of a gateway process under bench."""
+    return {
+        **os.environ,
+        "NATS_URL": nats_url,
+        "DATABASE_URL": db,
+        "ANTHROPIC_API_KEY": "bench-key",
+        "ANTHROPIC_BASE_URL": stub_url,
+        "LLM_DAILY_CAP_USD": "1000000",
+        "HTTP_PORT": "0",
+        "LOG_LEVEL": "WARNING",
+    }
+
+
 async def measure(
-    args: argparse.Namespace, work: Path, nats_url: str, model_ms: float
+    args: argparse.Namespace,
+    work: Path,
+    nats_url: str,
+    model_ms: float,
+    portkey: Path | None = None,
+    baseline_nats_url: str | None = None,
 ) -> dict[int, dict[str, float]]:
-    """One stub with `model_ms` of latency, one gateway on it; every level, both paths."""
+    """One stub with `model_ms` of latency, one gateway on it; every level, both paths (and the
+    peers: Portkey from `portkey`'s script, a baseline gateway on `baseline_nats_url`)."""
     stub_port = free_port()
     stub_url = f"http://127.0.0.1:{stub_port}"
     procs: list[subprocess.Popen[bytes]] = []
@@ -127,21 +284,19 @@ async def measure(
     ]
     procs.append(spawn(stub_cmd, None, work / f"stub-{model_ms:g}.log"))
     db = args.database_url or f"sqlite+aiosqlite:///{work / f'gateway-{model_ms:g}.db'}"
-    env = {
-        **os.environ,
-        "NATS_URL": nats_url,
-        "DATABASE_URL": db,
-        "ANTHROPIC_API_KEY": "bench-key",
-        "ANTHROPIC_BASE_URL": stub_url,
-        "LLM_DAILY_CAP_USD": "1000000",
-        "HTTP_PORT": "0",
-        "LOG_LEVEL": "WARNING",
-        "QUIZ_DATA_DIR": str(work / "data"),
-    }
+    env = gateway_env(nats_url, db, stub_url)
+    env["QUIZ_DATA_DIR"] = str(work / "data")
     gateway = spawn(
         [sys.executable, "-m", "quiz_llm_gateway.main"], env, work / f"gateway-{model_ms:g}.log"
     )
     procs.append(gateway)
+    baseline = None
+    if baseline_nats_url is not None:
+        baseline = start_baseline(args.baseline_python, work, baseline_nats_url, stub_url, model_ms)
+        procs.append(baseline)
+    peer_calls: dict[str, tuple[Any, int]] = {}
+    peer_clients: list[anthropic.AsyncAnthropic] = []
+    peer_ncs: list[Any] = []
     results: dict[int, dict[str, float]] = {}
     try:
         await wait_http(f"{stub_url}/v1/messages")
@@ -150,29 +305,25 @@ async def measure(
         direct = anthropic.AsyncAnthropic(api_key="bench-key", base_url=stub_url, max_retries=0)
         tool = {"name": "review", "description": "Return the review.", "input_schema": SCHEMA}
 
-        async def call_direct(_: int) -> None:
-            await direct.messages.create(
-                model=MODEL,
-                max_tokens=MAX_TOKENS,
-                messages=[{"role": "user", "content": PROMPT}],
-                tools=[tool],  # type: ignore[list-item]
-                tool_choice={"type": "tool", "name": "review"},
-            )
+        call_direct = sdk_caller(direct, tool)
+        call_gateway = gateway_caller(nc)
 
-        async def call_gateway(_: int) -> None:
-            # A distinct teacher per call: the rate check runs, and never refuses.
-            req = CompleteRequest(
-                purpose="review",
-                user=f"bench-{uuid.uuid4().hex[:12]}",
-                messages=[{"role": "user", "content": PROMPT}],
-                output_schema={"name": "review", "json_schema": SCHEMA},
-                max_output_tokens=MAX_TOKENS,
-            )
-            await request(nc, subjects.LLM_COMPLETE, req, CompleteReply, timeout=60)
+        if baseline is not None and baseline_nats_url is not None:
+            bnc = await nats_connect(baseline_nats_url)
+            peer_ncs.append(bnc)
+            await wait_gateway(bnc)
+            peer_calls["baseline"] = (gateway_caller(bnc), baseline.pid)
+        if portkey is not None:
+            pk_proc, pk_client = await start_portkey(portkey, work, stub_url, model_ms)
+            procs.append(pk_proc)
+            peer_clients.append(pk_client)
+            peer_calls["portkey"] = (sdk_caller(pk_client, tool), pk_proc.pid)
 
-        # Warm both paths (connections, SQLite pages, caches) before measuring.
+        # Warm every path (connections, SQLite pages, caches, V8's JIT) before measuring.
         await run_level(call_direct, 20, 200)
         await run_level(call_gateway, 20, 200)
+        for peer_call, _ in peer_calls.values():
+            await run_level(peer_call, 20, 200)
         for concurrency in LEVELS:
             total = 300 if concurrency == 1 else args.requests
             if model_ms and concurrency == 1:
@@ -196,7 +347,13 @@ async def measure(
                 "direct_mean": statistics.fmean(d),
                 "gateway_mean": statistics.fmean(g),
             }
+            for name, (peer_call, pid) in peer_calls.items():
+                await measure_peer(name, peer_call, pid, concurrency, total, results[concurrency])
         await direct.close()
+        for client in peer_clients:
+            await client.close()
+        for peer_nc in peer_ncs:
+            await peer_nc.drain()
         await nc.drain()
     finally:
         for proc in reversed(procs):
@@ -236,6 +393,55 @@ def report(model_ms: float, results: dict[int, dict[str, float]]) -> None:
         print("saturation: no level kept the gateway's p99 under 1 s")
 
 
+def report_peers(results: dict[int, dict[str, float]]) -> None:
+    """Per level, the gateway against each peer measured in the same run: CPU per call, p50,
+    added p50 over the direct SDK call, and the ratios gateway ÷ peer."""
+    for name in ("portkey", "baseline"):
+        if not any(f"{name}_p50" in r for r in results.values()):
+            continue
+        label = "Portkey" if name == "portkey" else "baseline gateway"
+        print(f"gateway vs {label} (same run): CPU ms per call, p50 and added p50 ms")
+        print(
+            f"{'conc':>4} | {'cpu gateway':>11} {name:>9} {'ratio':>6} |"
+            f" {'p50 gateway':>11} {name:>9} {'ratio':>6} | {'added gateway':>13} {name:>9}"
+        )
+        for c, r in results.items():
+            if f"{name}_p50" not in r:
+                continue
+            cpu_ratio = r["gateway_cpu_ms"] / r[f"{name}_cpu_ms"] if r[f"{name}_cpu_ms"] else 0
+            p50_ratio = r["gateway_p50"] / r[f"{name}_p50"]
+            print(
+                f"{c:>4} | {r['gateway_cpu_ms']:>11.2f} {r[f'{name}_cpu_ms']:>9.2f}"
+                f" {cpu_ratio:>6.2f} | {r['gateway_p50']:>11.2f} {r[f'{name}_p50']:>9.2f}"
+                f" {p50_ratio:>6.2f} | {r['gateway_p50'] - r['direct_p50']:>13.2f}"
+                f" {r[f'{name}_p50'] - r['direct_p50']:>9.2f}"
+            )
+
+
+def report_spread(runs: list[dict[float, dict[int, dict[str, float]]]]) -> None:
+    """Across repeated runs: the median [min–max] of gateway ÷ peer CPU per call and of the
+    added p50 (gateway and peers over the direct call), per model latency and level."""
+
+    def spread(values: list[float]) -> str:
+        return f"{statistics.median(values):.2f} [{min(values):.2f}–{max(values):.2f}]"
+
+    print(f"\nacross {len(runs)} runs: median [min–max]")
+    for model_ms in runs[0]:
+        for c in runs[0][model_ms]:
+            rows = [r[model_ms][c] for r in runs]
+            added = [r["gateway_p50"] - r["direct_p50"] for r in rows]
+            line = f"model {model_ms:g} ms c={c}: gateway added p50 {spread(added)} ms"
+            for name in ("portkey", "baseline"):
+                if all(f"{name}_cpu_ms" in r and r[f"{name}_cpu_ms"] for r in rows):
+                    cpu = [r["gateway_cpu_ms"] / r[f"{name}_cpu_ms"] for r in rows]
+                    peer_added = [r[f"{name}_p50"] - r["direct_p50"] for r in rows]
+                    line += (
+                        f"; CPU/call gateway ÷ {name} {spread(cpu)},"
+                        f" {name} added p50 {spread(peer_added)} ms"
+                    )
+            print(line)
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--requests", type=int, default=2000, help="calls per level (c ≥ 50)")
@@ -244,21 +450,59 @@ async def main() -> None:
         "--model-ms", type=float, nargs="+", default=[0.0, 200.0], help="simulated model latency"
     )
     parser.add_argument("--json", action="store_true", help="also print the figures as JSON")
+    parser.add_argument("--no-portkey", action="store_true", help="skip the Portkey peer")
+    parser.add_argument(
+        "--repeat", type=int, default=1, help="whole runs (fresh processes), then the spread"
+    )
+    parser.add_argument(
+        "--baseline-python",
+        default=None,
+        help="another checkout's python: its gateway is measured too, in the same run",
+    )
     args = parser.parse_args()
 
+    portkey: Path | None = None
+    if not args.no_portkey:
+        found = install_portkey()
+        if isinstance(found, str):
+            print(f"Portkey peer skipped: {found}")
+        else:
+            portkey = found
     work = Path(tempfile.mkdtemp(prefix="bench-llm-gateway-"))
     nats_server = NatsServer(work / "nats").start()
-    all_results: dict[float, dict[int, dict[str, float]]] = {}
+    baseline_nats = NatsServer(work / "nats-baseline").start() if args.baseline_python else None
+    runs: list[dict[float, dict[int, dict[str, float]]]] = []
     try:
-        for model_ms in args.model_ms:
-            all_results[model_ms] = await measure(args, work, nats_server.url, model_ms)
+        for run in range(args.repeat):
+            run_dir = work / f"run-{run + 1}"
+            run_dir.mkdir()
+            all_results: dict[float, dict[int, dict[str, float]]] = {}
+            for model_ms in args.model_ms:
+                all_results[model_ms] = await measure(
+                    args,
+                    run_dir,
+                    nats_server.url,
+                    model_ms,
+                    portkey,
+                    baseline_nats.url if baseline_nats is not None else None,
+                )
+            runs.append(all_results)
     finally:
         nats_server.stop()
+        if baseline_nats is not None:
+            baseline_nats.stop()
     print(f"llm-gateway vs direct SDK, {os.cpu_count()} cores, stub and gateway as processes")
-    for model_ms, results in all_results.items():
-        report(model_ms, results)
+    print(f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    for run, all_results in enumerate(runs, 1):
+        if len(runs) > 1:
+            print(f"\n=== run {run} of {len(runs)}")
+        for model_ms, results in all_results.items():
+            report(model_ms, results)
+            report_peers(results)
+    if len(runs) > 1:
+        report_spread(runs)
     if args.json:
-        print(json.dumps({str(k): v for k, v in all_results.items()}, indent=2))
+        print(json.dumps([{str(k): v for k, v in r.items()} for r in runs], indent=2))
 
 
 if __name__ == "__main__":

@@ -316,3 +316,19 @@ def text_and_b64(data: bytes) -> tuple[str, str | None]:
         return data.decode("utf-8"), None
     except UnicodeDecodeError:
         return data.decode("utf-8", errors="backslashreplace"), base64.b64encode(data).decode()
+
+
+class SlotsReply(WireModel):
+    """`GET /slots` on the runner (operators, the `ops` grant): its slots and its sandbox now.
+
+    v1 of the runner's HTTP contract, as `runner.v1.run`: fields are only ever added.
+    """
+
+    total: int = Field(description="Slots (RUNNER_SLOTS): requests run at once, at most.")
+    busy: int = Field(description="Slots running a request now.")
+    free: int = Field(description="total - busy: a request more is answered runner_busy at 0.")
+    refused: int = Field(description="Requests answered runner_busy since the process started.")
+    backend: str = Field(description="bwrap or docker: the sandbox the runner runs.")
+    sandbox_ready: bool = Field(description="Whether the sandbox can start a job now.")
+    sandbox_detail: str = Field(description="Why it cannot, or what it runs on (free text).")
+    languages: list[RunLanguage] = Field(description="The languages this runner offers.")

@@ -11,7 +11,6 @@ import argparse
 import asyncio
 import gc
 import logging
-import os
 import socket
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
@@ -54,8 +53,10 @@ class ServiceRef(Generic[S]):
     """The object a service builds in its lifespan, reached the same way by routes and endpoints.
 
     Built after NATS and the database are up (`ref.set(...)` in `on_startup`); before that, and
-    after nothing, `ref()` answers `unavailable`. HTTP routes take it as a dependency
-    (`service: Gateway = Depends(ref)`), NATS endpoints and consumers call `ref()`.
+    after nothing, `ref()` answers `unavailable` (HTTP 503 `{code, message}`). NATS endpoints,
+    consumers and periodic tasks call `ref()`; HTTP routes take the value through a typed alias
+    declared once in their router function, `GatewayDep = Annotated[Gateway,
+    Depends(ref.resolve)]` (the FastAPI full-stack template's `api/deps.py` idiom).
     """
 
     def __init__(self, what: str) -> None:
@@ -73,6 +74,15 @@ class ServiceRef(Generic[S]):
         if self._value is None:
             raise ContractError(ErrorCode.unavailable, f"the {self.what} is not started")
         return self._value
+
+    async def resolve(self) -> S:
+        """`ref()` as a FastAPI dependency, run on the event loop.
+
+        A coroutine function because FastAPI runs a sync dependency (`Depends(ref)`) in a worker
+        thread: a thread hop on every request, and a request waits for a free thread when the
+        pool (40) is busy with blocking work.
+        """
+        return self()
 
 
 class ServiceRuntime:
@@ -118,9 +128,7 @@ class ServiceRuntime:
 
     def resolve_database_url(self) -> str:
         """DATABASE_URL, or the embedded SQLite file of this service under QUIZ_DATA_DIR."""
-        return self.settings.database_url or default_sqlite_url(
-            os.environ.get("QUIZ_DATA_DIR", ".data"), self.name
-        )
+        return self.settings.database_url or default_sqlite_url(self.settings.data_dir, self.name)
 
     def migrate(self) -> None:
         """Upgrade the service's database to head (blocking; serialised across replicas)."""

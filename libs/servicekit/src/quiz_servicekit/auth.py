@@ -150,9 +150,15 @@ def _bearer(request: Request) -> str:
 
 
 def current_identity(request: Request) -> Identity:
-    """FastAPI dependency: the verified caller (401 without a valid token)."""
+    """The verified caller (401 without a valid token); as a dependency, `caller_identity`."""
     verifier: JwtVerifier = request.app.state.jwt_verifier
     return verifier.verify(_bearer(request))
+
+
+async def caller_identity(request: Request) -> Identity:
+    """FastAPI dependency: `current_identity`, on the event loop (FastAPI runs a sync dependency
+    in a worker thread, a hop per request)."""
+    return current_identity(request)
 
 
 class Access(BaseModel):

@@ -9,8 +9,11 @@ Metrics (prefix `quiz_<service>_`):
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any, TypeVar, cast
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+M = TypeVar("M", Counter, Gauge, Histogram)
 
 # Seconds; dense under 100 ms because most of our edges answer in a few milliseconds.
 LATENCY_BUCKETS = (0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
@@ -72,6 +75,21 @@ class MetricSet:
     def __init__(self, base: ServiceMetrics) -> None:
         self.registry = base.registry
         self.prefix = base.prefix
+        self._children: dict[tuple[int, tuple[str, ...]], Any] = {}
+
+    def child(self, metric: M, *values: str) -> M:
+        """`metric.labels(*values)`, looked up once per label set and then kept.
+
+        prometheus_client's `labels()` checks, joins and locks on every call; a hot path that
+        counts several labelled metrics per request pays it each time (1.9 % of llm-gateway's
+        CPU per call, issue 24). The child is the one `labels()` returns, so what it counts is
+        the same; label sets are bounded as the metric's own children are.
+        """
+        key = (id(metric), values)
+        found = self._children.get(key)
+        if found is None:
+            found = self._children[key] = metric.labels(*values)
+        return cast(M, found)
 
     def counter(self, name: str, documentation: str, labels: Sequence[str] = ()) -> Counter:
         return Counter(f"{self.prefix}_{name}", documentation, list(labels), registry=self.registry)

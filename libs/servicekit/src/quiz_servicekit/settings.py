@@ -40,6 +40,8 @@ class ServiceSettings(BaseSettings):
     # The base URL ops should use (behind a Service or ingress); defaults to the bound address.
     public_url: str | None = Field(None, validation_alias=_env("PUBLIC_URL"))
     database_url: str | None = Field(None, validation_alias=_env("DATABASE_URL"))
+    # Where a service keeps files of its own (the SQLite fallback, the gateway's journal).
+    data_dir: str = Field(".data", validation_alias=_env("QUIZ_DATA_DIR"))
     # Worker threads (and pooled connections) that run the service's transactions.
     db_threads: int = Field(8, ge=1, validation_alias=_env("DB_THREADS"))
     # Off when a Kubernetes Job runs `<service> migrate` before the rollout.

@@ -88,6 +88,15 @@ def setup_tracing(service_name: str, extra_processor: SpanProcessor | None = Non
     _configured = True
 
 
+def spans_recorded() -> bool:
+    """Whether spans are recorded (an exporter or a span processor consumes them).
+
+    False means every span is dropped at its start: a span that carries nothing onwards (no
+    header it would be injected into) need not be started at all.
+    """
+    return _sampler.recording
+
+
 def inject_headers(headers: MutableMapping[str, str] | None = None) -> dict[str, str]:
     """Headers carrying the current trace context (traceparent, tracestate, baggage)."""
     carrier: dict[str, str] = dict(headers or {})

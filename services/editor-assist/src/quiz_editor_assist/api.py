@@ -1,6 +1,6 @@
 """HTTP routes of the wand: decode, call the service, encode. Nothing else."""
 
-from __future__ import annotations
+from typing import Annotated
 
 from fastapi import APIRouter, Depends, Request
 
@@ -13,7 +13,7 @@ from quiz_contracts.generate import (
 )
 from quiz_editor_assist.service import GenerateService
 from quiz_servicekit.app import ServiceRef
-from quiz_servicekit.auth import Access, Identity, current_identity, require_grant
+from quiz_servicekit.auth import Access, Identity, caller_identity, require_grant
 from quiz_servicekit.request_ids import IDEMPOTENCY_KEY_HEADER, caller_key
 
 
@@ -24,6 +24,7 @@ def _error(description: str) -> dict[str, object]:
 def generate_router(generate_service: ServiceRef[GenerateService]) -> APIRouter:
     """The wand's routes; `generate_service` is the service its lifespan builds."""
     router = APIRouter(prefix="/app/api", tags=["generate"])
+    GenerateServiceDep = Annotated[GenerateService, Depends(generate_service.resolve)]
 
     @router.post(
         "/questions/{id}/generate",
@@ -52,8 +53,9 @@ def generate_router(generate_service: ServiceRef[GenerateService]) -> APIRouter:
         id: str,
         body: GenerateRequest,
         request: Request,
+        *,
         access: Access = Depends(require_grant("question:{id}", "contributor")),
-        service: GenerateService = Depends(generate_service),
+        service: GenerateServiceDep,
     ) -> GenerateResult:
         """Complete the draft as it stands; nothing is stored. The type is the grant's.
 
@@ -78,8 +80,9 @@ def generate_router(generate_service: ServiceRef[GenerateService]) -> APIRouter:
         responses={401: _error("unauthorized: no valid bearer token")},
     )
     async def availability(
-        _: Identity = Depends(current_identity),
-        service: GenerateService = Depends(generate_service),
+        *,
+        _: Identity = Depends(caller_identity),
+        service: GenerateServiceDep,
     ) -> GenerateAvailability:
         """Whether the editor shows the wand, and for which types."""
         return await service.availability()

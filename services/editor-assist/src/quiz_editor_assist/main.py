@@ -29,7 +29,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     runtime.add_endpoints(handlers.endpoints(service))
 
     async def on_startup(rt: ServiceRuntime) -> None:
-        service.set(GenerateService(rt.nc, settings, metrics))
+        service.set(
+            GenerateService(
+                rt.nc,
+                metrics,
+                llm_deadline_s=settings.llm_deadline_s,
+                runner_timeout_s=settings.runner_timeout_s,
+            )
+        )
 
     app = create_service_app(runtime, routers=[api.generate_router(service)], on_startup=on_startup)
     install_docs(app)

@@ -9,7 +9,6 @@ from quiz_contracts.errors import ContractError, ErrorCode
 from quiz_contracts.generate import GenerateAvailability, GenerateRequest, GenerateResult
 from quiz_contracts.llm import CompleteRequest, Effort, LlmMessage, Purpose
 from quiz_contracts.runner import RunReply
-from quiz_editor_assist.config import Settings
 from quiz_editor_assist.generators.pipeline import (
     apply_proposal,
     generate_result,
@@ -30,11 +29,21 @@ from quiz_servicekit.request_ids import bounded_id
 class GenerateService:
     """Completes a teacher's draft: prompt → gateway → merge → settle on the runner."""
 
-    def __init__(self, nc: NATS, settings: Settings, metrics: EditorAssistMetrics) -> None:
+    def __init__(
+        self,
+        nc: NATS,
+        metrics: EditorAssistMetrics,
+        *,
+        llm_deadline_s: float,
+        runner_timeout_s: float,
+    ) -> None:
+        """`llm_deadline_s`: the model's whole turn, retries included (s); `runner_timeout_s`:
+        one settle call on the runner, compile and every case (s)."""
         self._nc = nc
         # Its errors are the four codes ADR-059 §5 lets the editor see.
         self._llm = LlmClient(nc)
-        self._settings = settings
+        self._llm_deadline_s = llm_deadline_s
+        self._runner_timeout_s = runner_timeout_s
         self._metrics = metrics
 
     async def generate(
@@ -71,7 +80,7 @@ class GenerateService:
             output_schema=call.output_schema,
             max_output_tokens=call.max_output_tokens,
             request_id=bounded_id("generate", question_type, caller),
-            deadline_s=self._settings.llm_deadline_s,
+            deadline_s=self._llm_deadline_s,
         )
         # No request may exceed what the NATS hop carries: say so instead of failing to send.
         too_large = too_large_for_the_model(
@@ -98,7 +107,7 @@ class GenerateService:
                         subjects.RUNNER_RUN,
                         run,
                         RunReply,
-                        timeout=self._settings.runner_timeout_s,
+                        timeout=self._runner_timeout_s,
                         unavailable_code=ErrorCode.runner_unavailable,
                     )
                 except ContractError as e:

@@ -5,9 +5,7 @@ the platform-wide `lessons` grant: `viewer` to run the checks, `contributor` (a 
 to ask for a fix, which spends model calls. Without it the routes answer 404.
 """
 
-from __future__ import annotations
-
-from typing import Any
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Request
 
@@ -31,6 +29,7 @@ _COMMON: dict[int | str, dict[str, Any]] = {
 def lessons_router(lesson_service: ServiceRef[LessonFixService]) -> APIRouter:
     """The lesson routes; `lesson_service` is the service its lifespan builds."""
     router = APIRouter(prefix="/app/api/lessons", tags=["lessons"])
+    LessonFixServiceDep = Annotated[LessonFixService, Depends(lesson_service.resolve)]
 
     @router.post(
         "/check",
@@ -40,8 +39,9 @@ def lessons_router(lesson_service: ServiceRef[LessonFixService]) -> APIRouter:
     )
     async def check(
         body: CheckRequest,
+        *,
         _: Access = Depends(require_grant(LESSONS, "viewer")),
-        service: LessonFixService = Depends(lesson_service),
+        service: LessonFixServiceDep,
     ) -> CheckReply:
         """The lesson checks: errors then warnings, each with the key a fix names."""
         return await service.check(body.lesson_data)
@@ -64,8 +64,9 @@ def lessons_router(lesson_service: ServiceRef[LessonFixService]) -> APIRouter:
     async def fix(
         body: FixRequest,
         request: Request,
+        *,
         access: Access = Depends(require_grant(LESSONS, "contributor")),
-        service: LessonFixService = Depends(lesson_service),
+        service: LessonFixServiceDep,
     ) -> FixReply:
         """Fix with AI: one finding, by key; `replace_block` operations that passed checkFix.
 

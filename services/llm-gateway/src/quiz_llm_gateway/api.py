@@ -1,8 +1,7 @@
 """Admin HTTP view of today's usage and availability, for holders of the `ops` grant."""
 
-from __future__ import annotations
-
 from datetime import date
+from typing import Annotated
 
 from fastapi import APIRouter, Depends
 
@@ -19,17 +18,16 @@ def admin_router(gateway: ServiceRef[Gateway]) -> APIRouter:
     router = APIRouter(
         prefix="/admin", tags=["admin"], dependencies=[Depends(require_grant("ops", "viewer"))]
     )
+    GatewayDep = Annotated[Gateway, Depends(gateway.resolve)]
 
     @router.get("/usage", response_model=UsageReply)
     async def usage(
-        day: date | None = None, billed_to: str | None = None, svc: Gateway = Depends(gateway)
+        svc: GatewayDep, day: date | None = None, billed_to: str | None = None
     ) -> UsageReply:
         return await svc.usage(day, billed_to)
 
     @router.get("/availability", response_model=AvailabilityReply)
-    async def availability(
-        purpose: Purpose | None = None, svc: Gateway = Depends(gateway)
-    ) -> AvailabilityReply:
+    async def availability(svc: GatewayDep, purpose: Purpose | None = None) -> AvailabilityReply:
         return await svc.availability(purpose)
 
     return router

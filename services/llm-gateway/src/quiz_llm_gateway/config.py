@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 from decimal import Decimal
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import AliasChoices, Field, field_validator
 from pydantic_settings import SettingsConfigDict
@@ -91,6 +91,13 @@ class Settings(ServiceSettings):
     )
     default_deadline_s: float = 60.0
     provider_timeout_s: float = 120.0
+    provider_path: Literal["lean", "sdk"] = Field(
+        default="lean",
+        description=(
+            "How a Messages request is sent: `lean` (the SDK's URL and headers, one aiohttp "
+            "POST, the JSON read as is) or `sdk` (client.messages.create); same replies."
+        ),
+    )
     provider_max_retries: int = Field(default=3, ge=0)
     backoff_base_s: float = 0.5
     backoff_max_s: float = 8.0
@@ -130,7 +137,7 @@ class Settings(ServiceSettings):
         """Where the settle journal lives."""
         if self.settle_journal_dir:
             return self.settle_journal_dir
-        return os.path.join(os.environ.get("QUIZ_DATA_DIR", ".data"), "llm-gateway-journal")
+        return os.path.join(self.data_dir, "llm-gateway-journal")
 
     @field_validator("purpose_models", "model_prices", "rate_limits", mode="before")
     @classmethod

@@ -46,7 +46,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         nonlocal provider
         if settings.anthropic_api_key:
             provider = AnthropicProvider(
-                settings.anthropic_api_key, settings.anthropic_base_url, settings.provider_timeout_s
+                settings.anthropic_api_key,
+                settings.anthropic_base_url,
+                settings.provider_timeout_s,
+                settings.provider_path,
             )
         else:
             log.warning("no ANTHROPIC_API_KEY: every call answers llm_not_configured")

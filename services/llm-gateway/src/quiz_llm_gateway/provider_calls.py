@@ -106,10 +106,10 @@ class ProviderCalls:
                             self.metrics.provider_in_flight.dec()
             except TimeoutError:
                 self.circuit.release_probe()
-                self.metrics.provider_requests.labels(call.model, "deadline").inc()
+                self.metrics.child(self.metrics.provider_requests, call.model, "deadline").inc()
                 raise ProviderFailure("the caller's deadline passed", requests) from None
             except ProviderError as e:
-                self.metrics.provider_requests.labels(call.model, e.kind).inc()
+                self.metrics.child(self.metrics.provider_requests, call.model, e.kind).inc()
                 if e.kind == "timeout" and remaining < self.settings.provider_timeout_s:
                     # Cut by the caller's deadline, not by a provider outage.
                     self.circuit.release_probe()
@@ -128,7 +128,7 @@ class ProviderCalls:
                     ) from e
                 await self.sleep(delay)
                 continue
-            self.metrics.provider_requests.labels(call.model, "ok").inc()
+            self.metrics.child(self.metrics.provider_requests, call.model, "ok").inc()
             self.circuit.record_success()
             self.update_circuit_gauge()
             return reply, requests

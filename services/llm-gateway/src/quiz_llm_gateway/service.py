@@ -13,7 +13,6 @@ import hashlib
 import json
 import logging
 import time
-import uuid
 from collections.abc import Awaitable, Callable
 from datetime import UTC, date, datetime
 from typing import Any
@@ -26,7 +25,7 @@ from quiz_contracts.llm import (
     Purpose,
     UsageReply,
 )
-from quiz_llm_gateway.calls import CallRecord
+from quiz_llm_gateway.calls import CallRecord, new_id
 from quiz_llm_gateway.config import Settings
 from quiz_llm_gateway.domain.circuit import CircuitBreaker
 from quiz_llm_gateway.domain.days import budget_day
@@ -163,7 +162,7 @@ class Gateway:
     ) -> CompleteReply:
         if self.ledger.maybe_pending():
             await self.ledger.catch_up()
-        call_id = str(uuid.uuid4())
+        call_id = new_id()
         deadline_s = max(self._time_left_s(req), 0.0)
         waited_until = self.monotonic() + deadline_s
         while True:
@@ -177,7 +176,8 @@ class Gateway:
                 if mapped is None:
                     raise
                 purpose = req.purpose.value
-                self.metrics.calls.labels(purpose, self.models[purpose], mapped.code.value).inc()
+                m = self.metrics
+                m.child(m.calls, purpose, self.models[purpose], mapped.code.value).inc()
                 raise mapped from e
             if claim.owner:
                 break
@@ -223,7 +223,7 @@ class Gateway:
     ) -> CompleteReply:
         model = self.models[req.purpose.value]
         call = CallRecord(
-            call_id=call_id or str(uuid.uuid4()),
+            call_id=call_id or new_id(),
             request=req,
             model=model,
             price=self.prices[model],
@@ -249,8 +249,9 @@ class Gateway:
             raise mapped from e
         finally:
             elapsed = self.monotonic() - call.started
-            self.metrics.calls.labels(req.purpose.value, model, outcome).inc()
-            self.metrics.duration.labels(req.purpose.value).observe(elapsed)
+            m = self.metrics
+            m.child(m.calls, req.purpose.value, model, outcome).inc()
+            m.child(m.duration, req.purpose.value).observe(elapsed)
             self._log_call(call, outcome, detail, elapsed)
         return reply
 
@@ -319,7 +320,7 @@ class Gateway:
                     call_id=call.call_id,
                     stop_reason=reply.stop_reason,
                 )
-            self.metrics.parse_failures.labels(req.purpose.value).inc()
+            self.metrics.child(self.metrics.parse_failures, req.purpose.value).inc()
             log.info("call %s attempt %d unreadable: %s", call.call_id, attempt, output.problem)
             messages = retry_messages(messages, reply.content, output)
         raise ContractError(ErrorCode.llm_failed, "the model's reply was unreadable twice")
@@ -373,9 +374,10 @@ class Gateway:
         )
         await self.ledger.settle(held, row)
         purpose = call.request.purpose.value
-        self.metrics.cost.labels(purpose, call.model).inc(float(usd(cost)))
-        self.metrics.tokens.labels(purpose, call.model, "input").inc(reply.input_tokens)
-        self.metrics.tokens.labels(purpose, call.model, "output").inc(reply.output_tokens)
+        m = self.metrics
+        m.child(m.cost, purpose, call.model).inc(float(usd(cost)))
+        m.child(m.tokens, purpose, call.model, "input").inc(reply.input_tokens)
+        m.child(m.tokens, purpose, call.model, "output").inc(reply.output_tokens)
         if outcome == "cut":
             budget = call.request.max_output_tokens
             raise ContractError(
@@ -417,7 +419,7 @@ class Gateway:
         """Hold the attempt's worst case (`worst_micros`) under the cap, or refuse."""
         req = call.request
         await self._know_database()
-        held = Held(str(uuid.uuid4()), budget_day(datetime.fromtimestamp(now, UTC)), worst_micros)
+        held = Held(new_id(), budget_day(datetime.fromtimestamp(now, UTC)), worst_micros)
         remaining = max(deadline - self.monotonic(), 0.0)
         admission = await self._admissions.submit(
             AdmitArgs(

@@ -97,7 +97,12 @@ async def make_rig(
         clock = clock or HandClock()
         provider = None
         if settings.anthropic_api_key:
-            provider = AnthropicProvider(settings.anthropic_api_key, anthropic_stub.base_url, 10)
+            provider = AnthropicProvider(
+                settings.anthropic_api_key,
+                settings.anthropic_base_url or anthropic_stub.base_url,
+                10,
+                settings.provider_path,
+            )
             providers.append(provider)
         registry = CollectorRegistry()
         gateway = Gateway(

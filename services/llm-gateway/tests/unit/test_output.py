@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from quiz_llm_gateway.domain.output import (
@@ -78,3 +80,28 @@ def test_empty_text_is_unreadable_and_asks_again_in_text() -> None:
     messages = retry_messages([{"role": "user", "content": "q"}], [], problem)
     assert messages[-1]["content"][0]["type"] == "text"
     assert read_text_output([{"type": "text", "text": "ok"}]) == "ok"
+    # A reply's text blocks go back with their type and text only, never empty.
+    blocks = [{"type": "text", "text": "", "citations": None}, {"type": "text", "text": "a"}]
+    echoed = retry_messages([{"role": "user", "content": "q"}], blocks, problem)[1]["content"]
+    assert echoed == [{"type": "text", "text": "(empty)"}, {"type": "text", "text": "a"}]
+
+
+def test_the_validator_is_kept_per_schema_and_a_refused_one_is_not() -> None:
+    from quiz_llm_gateway.domain import output
+
+    schema = {"type": "object", "properties": {"a": {"type": "string"}}}
+    first = output.cached_validator(schema)
+    assert output.cached_validator(json.loads(json.dumps(schema))) is first  # an equal copy
+    other = output.cached_validator({"type": "object", "properties": {"a": {"type": "integer"}}})
+    assert other is not first
+    assert not first.is_valid({"a": 1}) and other.is_valid({"a": 1})
+    schema["properties"]["a"]["type"] = "integer"  # the caller's dict changes afterwards
+    assert not first.is_valid({"a": 1}), "the kept validator has its own copy"
+    bad = {"type": "object", "properties": {"a": {"pattern": "(a)\\1"}}}
+    for _ in range(2):
+        with pytest.raises(InvalidSchema):
+            output.cached_validator(bad)
+    assert repr(bad) not in output._validators
+    for n in range(output.VALIDATORS_KEPT + 5):
+        output.cached_validator({"type": "object", "maxProperties": n})
+    assert len(output._validators) == output.VALIDATORS_KEPT

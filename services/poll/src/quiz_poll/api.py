@@ -15,11 +15,9 @@ attempt, else the user) and per token (`POLL_SSE_PER_PARTICIPANT` 4, `POLL_SSE_P
 one more is 429 `rate_limited`.
 """
 
-from __future__ import annotations
-
 import hashlib
 from collections.abc import AsyncIterator, Hashable
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Body, Depends, Header, Query, Request
 from fastapi.responses import StreamingResponse
@@ -102,10 +100,7 @@ def poll_router(poll_service: ServiceRef[PollService]) -> APIRouter:
     """The poll's routes; `poll_service` is the service its lifespan builds."""
     router = APIRouter(prefix=PREFIX, tags=["poll"])
 
-    # An async dependency: FastAPI runs a sync one (the ServiceRef itself) in a worker thread,
-    # a thread hop per request on the hot answer route.
-    async def the_service() -> PollService:
-        return poll_service()
+    PollServiceDep = Annotated[PollService, Depends(poll_service.resolve)]
 
     @router.post(
         "/answer",
@@ -120,8 +115,9 @@ def poll_router(poll_service: ServiceRef[PollService]) -> APIRouter:
     async def post_answer(
         evaluationId: str,
         body: BrainstormAnswer,
+        *,
         access: Access = Depends(anyone),
-        service: PollService = Depends(the_service),
+        service: PollServiceDep,
     ) -> PollMyAnswer:
         """The participant's whole answer (`{ideas}`), sent on every Add and Remove (§8); the
         answer is the stored one, with the ideas waiting for approval (`PollMyAnswer`)."""
@@ -131,8 +127,9 @@ def poll_router(poll_service: ServiceRef[PollService]) -> APIRouter:
     @router.get("/answer", response_model=PollMyAnswer, responses=_COMMON)
     async def get_answer(
         evaluationId: str,
+        *,
         access: Access = Depends(anyone),
-        service: PollService = Depends(the_service),
+        service: PollServiceDep,
     ) -> PollMyAnswer:
         """My current answer, as I typed it, with its ideas waiting for approval."""
         ideas = await service.my_answer(evaluationId, participant_of(access).attempt_id)
@@ -142,8 +139,9 @@ def poll_router(poll_service: ServiceRef[PollService]) -> APIRouter:
     @router.get("/settings", response_model=PollPageSettings, responses=_COMMON)
     async def get_settings(
         evaluationId: str,
+        *,
         _: Access = Depends(anyone),
-        service: PollService = Depends(the_service),
+        service: PollServiceDep,
     ) -> PollPageSettings:
         """The switches (`ai` on: the participants' page shows the AI notice, §4), and the
         question's `prompt` and `maxIdeas` for the pages."""
@@ -152,9 +150,10 @@ def poll_router(poll_service: ServiceRef[PollService]) -> APIRouter:
     @router.get("/tally", response_model=PollTallyFrame, responses=_COMMON)
     async def get_tally(
         evaluationId: str,
+        *,
         audience: Literal["wall", "phone"] = Query("phone"),
         access: Access = Depends(anyone),
-        service: PollService = Depends(the_service),
+        service: PollServiceDep,
     ) -> PollTallyFrame:
         """The latest frame of the wall (staff) or of the phones."""
         return await service.tally_frame(evaluationId, _audience(access, audience))
@@ -205,10 +204,11 @@ def poll_router(poll_service: ServiceRef[PollService]) -> APIRouter:
     async def stream(
         evaluationId: str,
         request: Request,
+        *,
         audience: Literal["wall", "phone"] = Query("phone"),
         last_event_id: str | None = Header(None, alias="Last-Event-ID"),
         access: Access = Depends(anyone),
-        service: PollService = Depends(the_service),
+        service: PollServiceDep,
     ) -> StreamingResponse:
         """SSE of `poll.tally` frames (`id` = seq; Last-Event-ID → the latest frame at once);
         429 `rate_limited` past the open streams allowed per participant or per token."""
@@ -219,8 +219,9 @@ def poll_router(poll_service: ServiceRef[PollService]) -> APIRouter:
     @router.get("/ideas", response_model=PollIdeaBoard, responses=_COMMON)
     async def get_board(
         evaluationId: str,
+        *,
         _: Access = Depends(staff),
-        service: PollService = Depends(the_service),
+        service: PollServiceDep,
     ) -> PollIdeaBoard:
         """The moderation board: every idea, raw text and correction. Staff only."""
         return await service.board(evaluationId)
@@ -233,9 +234,10 @@ def poll_router(poll_service: ServiceRef[PollService]) -> APIRouter:
     )
     async def post_action(
         evaluationId: str,
+        *,
         change: PollIdeaAction = Body(...),
         access: Access = Depends(staff),
-        service: PollService = Depends(the_service),
+        service: PollServiceDep,
     ) -> PollIdeaBoard:
         """approve / hide / reset / merge / detach / rename (audited as `poll.ideas`)."""
         return await service.act(evaluationId, access.identity.sub, change)
@@ -252,8 +254,9 @@ def poll_router(poll_service: ServiceRef[PollService]) -> APIRouter:
     async def post_reveal(
         evaluationId: str,
         body: PollRevealBody,
+        *,
         access: Access = Depends(staff),
-        service: PollService = Depends(the_service),
+        service: PollServiceDep,
     ) -> PollSettings:
         """The display switches: votes, moderation, AI assistance."""
         return await service.reveal(evaluationId, access.identity.sub, body)
@@ -266,8 +269,9 @@ def poll_router(poll_service: ServiceRef[PollService]) -> APIRouter:
     async def board_stream(
         evaluationId: str,
         request: Request,
+        *,
         access: Access = Depends(staff),
-        service: PollService = Depends(the_service),
+        service: PollServiceDep,
     ) -> StreamingResponse:
         """SSE of `poll.board` snapshots when the board changes. Staff only; 429 as `/stream`."""
         return await _sse(service, evaluationId, "board", None, access, request)

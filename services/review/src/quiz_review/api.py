@@ -7,9 +7,7 @@ Grants (JWT `grants`, the platform's resources): `pool:<id>` and `question:<id>`
 What the caller may not reach answers 404 (invariant 6), before any work.
 """
 
-from __future__ import annotations
-
-from typing import Any
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Request
 
@@ -52,10 +50,9 @@ def _reaches(identity: Identity, resource: str, role: str) -> bool:
 def review_router(review_service: ServiceRef[ReviewService]) -> APIRouter:
     """The review routes under /app/api; `review_service` is what the lifespan builds."""
     router = APIRouter(prefix="/app/api", tags=["review"])
+    ReviewServiceDep = Annotated[ReviewService, Depends(review_service.resolve)]
 
-    async def contributor(
-        request: Request, service: ReviewService = Depends(review_service)
-    ) -> Identity:
+    async def contributor(request: Request, service: ReviewServiceDep) -> Identity:
         """The caller, when contributor on the question or on its pool; 404 otherwise."""
         identity = current_identity(request)
         question_id = request.path_params["question_id"]
@@ -69,8 +66,9 @@ def review_router(review_service: ServiceRef[ReviewService]) -> APIRouter:
     @router.get("/pools/{pool_id}/reviews", response_model=ReviewList, responses=_COMMON)
     async def pool_reviews(
         pool_id: str,
+        *,
         _: Access = Depends(require_grant("pool:{pool_id}", "viewer")),
-        service: ReviewService = Depends(review_service),
+        service: ReviewServiceDep,
     ) -> ReviewList:
         """The pool's "LLM review" tab: the latest versions' open findings, reviewed/pending."""
         return await service.tab(pool_id)
@@ -79,8 +77,9 @@ def review_router(review_service: ServiceRef[ReviewService]) -> APIRouter:
     async def pool_switch(
         pool_id: str,
         body: ReviewToggle,
+        *,
         access: Access = Depends(require_grant("pool:{pool_id}", "owner")),
-        service: ReviewService = Depends(review_service),
+        service: ReviewServiceDep,
     ) -> ReviewList:
         """The owner turns the night's review of the pool on or off (off by default)."""
         return await service.set_pool(pool_id, body.enabled, access.identity.sub)
@@ -89,7 +88,7 @@ def review_router(review_service: ServiceRef[ReviewService]) -> APIRouter:
     async def pills(
         body: ReviewPillsRequest,
         request: Request,
-        service: ReviewService = Depends(review_service),
+        service: ReviewServiceDep,
     ) -> ReviewPillsReply:
         """Pills of a page of questions; a question out of reach or without a row has none."""
         identity = current_identity(request)
@@ -114,8 +113,9 @@ def review_router(review_service: ServiceRef[ReviewService]) -> APIRouter:
     async def review_now(
         question_id: str,
         request: Request,
+        *,
         identity: Identity = Depends(contributor),
-        service: ReviewService = Depends(review_service),
+        service: ReviewServiceDep,
     ) -> QuestionReview:
         """ "Review now": the latest published version, purpose review, the teacher as user.
 
@@ -137,8 +137,9 @@ def review_router(review_service: ServiceRef[ReviewService]) -> APIRouter:
     )
     async def ignore(
         question_id: str,
+        *,
         _: Identity = Depends(contributor),
-        service: ReviewService = Depends(review_service),
+        service: ReviewServiceDep,
     ) -> QuestionReview:
         """Ignore the latest version's whole review: it leaves the tab, never reviewed again."""
         return await service.ignore(question_id)
@@ -159,8 +160,9 @@ def review_router(review_service: ServiceRef[ReviewService]) -> APIRouter:
     async def fix(
         question_id: str,
         body: ReviewFixRequest,
+        *,
         _: Identity = Depends(contributor),
-        service: ReviewService = Depends(review_service),
+        service: ReviewServiceDep,
     ) -> ReviewFixResult:
         """Fix (or Undo, `undo: true`) one finding on the draft sent; answers the new draft."""
         return await service.fix(question_id, body)

@@ -2,28 +2,25 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
-from pydantic import BaseModel
+from typing import Any
 
 from quiz_contracts import subjects
 from quiz_contracts.runner import RunReply, RunRequest
 from quiz_runner.service import RunnerService
-from quiz_servicekit.micro import EndpointSpec, MsgContext
+from quiz_servicekit.app import ServiceRef
+from quiz_servicekit.micro import EndpointSpec, MsgContext, endpoint
 
 
-def endpoints(service: Callable[[], RunnerService], slots: int) -> list[EndpointSpec[BaseModel]]:
-    """`run` on runner.v1.run; `service()` is resolved per request (built in the lifespan)."""
+def endpoints(service: ServiceRef[RunnerService], slots: int) -> list[EndpointSpec[Any]]:
+    """`run` on runner.v1.run (the catalog's `RunRequest`); `service()` is resolved per request."""
 
     async def run(req: RunRequest, _ctx: MsgContext) -> RunReply:
         return await service().run(req)
 
     return [
-        EndpointSpec(
-            "run",
+        endpoint(
             subjects.RUNNER_RUN,
-            RunRequest,
-            run,  # type: ignore[arg-type]
+            run,
             # More in hand than slots, so that the surplus reaches the handler and is answered
             # runner_busy at once instead of waiting in the subscription's queue.
             max_concurrency=slots * 4 + 16,

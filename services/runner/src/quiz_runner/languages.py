@@ -98,7 +98,9 @@ def build_plan(
         check = "import sys;compile(open(sys.argv[1],'rb').read(),sys.argv[1],'exec')"
         return Plan(
             language,
-            compile=[tools.python, "-B", "-E", "-s", "-c", check, src],
+            # The syntax check needs no site (-S: no site-packages scan, ~3 ms of the ~9 a
+            # python3 start costs here); -I also drops the cwd from sys.path.
+            compile=[tools.python, "-B", "-I", "-S", "-c", check, src],
             run=[tools.python, "-B", "-E", "-s", entry],
             extra_address_mb=64,
         )

@@ -30,9 +30,9 @@ log = logging.getLogger(__name__)
 # What /readyz says of the isolation without root (docs/runner.md, "Without root").
 ROOTLESS_WEAKER = (
     "every slot runs its sandboxes as the runner's own uid: a namespace escape lands on that "
-    "user's account rather than on an empty uid, and no per-job sweep of leftover processes "
-    "runs (the sandbox's pid namespace is the only reaper); the limits, namespaces, read-only "
-    "toolchain and tmpfs quotas are the same"
+    "user's account rather than on an empty uid, and may signal the runner and the other "
+    "slots' processes; the limits, namespaces (each request's pid namespace reaps all its "
+    "processes when it ends, as with root), read-only toolchain and tmpfs quotas are the same"
 )
 
 

@@ -310,6 +310,40 @@ print([p for p in paths if os.path.exists(p)])
     assert second.cases[0].stdout.strip() == "[]"
 
 
+async def test_a_case_sees_no_process_or_ipc_object_of_the_case_before(
+    runner: RunnerService,
+) -> None:
+    """Each case is its own process tree (pid namespace) and IPC namespace in the request's
+    sandbox: what the case before left running, and its SysV shared memory, message queue and
+    semaphore, are gone; the next case sees only its init and itself."""
+    src = """
+import ctypes, os, sys, time
+libc = ctypes.CDLL(None, use_errno=True)
+KEY, CREATE = 0x5157, 0o1600  # IPC_CREAT | 0600
+if sys.argv[1] == "leave":
+    if os.fork() == 0:
+        os.setsid()
+        if os.fork() == 0:
+            time.sleep(300)  # a daemon, holding the case's stdout open
+        os._exit(0)
+    made = [libc.shmget(KEY, 4096, CREATE), libc.msgget(KEY, CREATE), libc.semget(KEY, 1, CREATE)]
+    print("made", all(i >= 0 for i in made))
+    time.sleep(0.2)
+print("pids", sorted(int(p) for p in os.listdir("/proc") if p.isdigit()), os.getpid())
+print("ipc", libc.shmget(KEY, 0, 0), libc.msgget(KEY, 0), libc.semget(KEY, 0, 0))
+"""
+    cases = [RunCase(name="leave", args=["leave"]), RunCase(name="look", args=["look"])]
+    reply = await run_py(runner, src, cases=cases)
+    leave, look = reply.cases
+    assert leave.stdout.startswith("made True\n"), leave.stdout + leave.stderr
+    assert leave.timed_out is None and leave.exit_code == 0  # the daemon did not hold it open
+    assert len(eval(leave.stdout.splitlines()[1].split(" ", 1)[1].rsplit(" ", 1)[0])) > 2  # noqa: S307
+    pids_line, ipc_line = look.stdout.splitlines()
+    _, pids, me = pids_line.split(" ", 1)[0], *pids_line.split(" ", 1)[1].rsplit(" ", 1)
+    assert eval(pids) == sorted({1, int(me)}), look.stdout  # noqa: S307 - its init and itself
+    assert ipc_line == "ipc -1 -1 -1", look.stdout
+
+
 async def test_symlink_planted_in_the_work_dir_is_not_followed(runner: RunnerService) -> None:
     """The picture file may be a symlink to a host-visible file: it is refused, not read."""
     src = """
@@ -326,11 +360,13 @@ print("planted")
 
 
 async def test_setuid_binaries_give_no_privilege(runner: RunnerService) -> None:
-    """su, mount and friends run without privilege: no_new_privs, no capabilities, uid not 0."""
+    """su, mount and friends run without privilege: no_new_privs, no capabilities, uid not 0
+    (and the program starts with no signal blocked)."""
     src = """
 import os, subprocess
 st = {k: v.strip() for k, v in (l.split(":", 1) for l in open("/proc/self/status"))}
-print("NNP", st["NoNewPrivs"], "CAPEFF", st["CapEff"], "UID", os.getuid(), os.geteuid())
+print("NNP", st["NoNewPrivs"], "CAPEFF", st["CapEff"], "UID", os.getuid(), os.geteuid(),
+      "SIGBLK", st["SigBlk"])
 for argv in (["/usr/bin/su", "root", "-c", "id -u"], ["/usr/bin/mount", "-t", "tmpfs", "x", "/mnt"],
              ["/usr/bin/passwd", "-d", "root"], ["/usr/bin/newgrp", "root"]):
     try:
@@ -345,6 +381,7 @@ for argv in (["/usr/bin/su", "root", "-c", "id -u"], ["/usr/bin/mount", "-t", "t
     assert first[1] == "1"  # no_new_privs
     assert int(first[3], 16) == 0  # no effective capability
     assert first[5] != "0" and first[6] != "0"
+    assert int(first[8], 16) == 0  # no signal blocked (the init's SIGCHLD mask is not inherited)
     for line in case.stdout.splitlines()[1:]:
         parts = line.split()
         assert parts[1] == "ERR" or parts[2] != "0", line  # every one of them failed

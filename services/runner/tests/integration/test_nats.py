@@ -32,6 +32,7 @@ from quiz_contracts.runner import (
     RunLimits,
     RunReply,
     RunRequest,
+    SlotsReply,
     max_output_bytes,
 )
 from quiz_contracts.subjects import NATS_MAX_PAYLOAD
@@ -114,6 +115,13 @@ async def test_busy_is_answered_at_once(
             await asyncio.sleep(0.02)
         slots = (await http.get("/slots")).json()
         assert slots["total"] == 1 and slots["busy"] == 1 and slots["free"] == 0
+        # The contract's shape, field for field (SlotsReply), and OpenAPI names it.
+        assert set(slots) == set(SlotsReply.model_fields)
+        assert SlotsReply.model_validate(slots).sandbox_ready is True
+        assert "python" in slots["languages"]
+        openapi = (await http.get("/openapi.json")).json()
+        answer = openapi["paths"]["/slots"]["get"]["responses"]["200"]["content"]
+        assert answer["application/json"]["schema"]["$ref"].endswith("/SlotsReply")
         with pytest.raises(ContractError) as err:
             await request(nc, subjects.RUNNER_RUN, py_request("print(1)"), RunReply, timeout=30)
         assert err.value.code is ErrorCode.runner_busy

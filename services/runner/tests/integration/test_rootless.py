@@ -110,7 +110,7 @@ async def test_the_runner_starts_and_runs_without_root(
                 pytest.fail(f"the runner never became ready:\n{log.read_text()}")
         isolation = ready.json()["details"]["isolation"]
         assert isolation["mode"] == "rootless" and isolation["uids"] == [NOBODY]
-        assert "uid" in isolation["weaker"] and "sweep" in isolation["weaker"]
+        assert "uid" in isolation["weaker"] and "signal" in isolation["weaker"]
 
         # Two slots at once, both as nobody: each sandbox has its own namespaces and limits.
         src = (

@@ -13,11 +13,6 @@ class RateDecision:
     retry_after_s: float = 0.0
 
 
-def window_start(now_s: float, window_s: float) -> float:
-    """Events at or before this instant have left the window."""
-    return now_s - window_s
-
-
 def decide(
     events_in_window: list[float], limit: int, now_s: float, window_s: float
 ) -> RateDecision:

@@ -1,12 +1,17 @@
-"""bubblewrap backend: every namespace unshared, read-only toolchain, fresh tmpfs per case.
+"""bubblewrap backend: one sandbox per request, each step (compile, case) afresh inside it.
+
+bwrap builds the request's sandbox once (every namespace unshared, the read-only toolchain,
+/dev, /proc, the job's files at /src); its init then runs each step in a pid, mount and IPC
+namespace of its own, with fresh tmpfs for /work (or /build), /tmp and /dev/shm and a user
+namespace of its own: no case sees another's files or processes (sandbox/runner_init.c).
 
 Nothing of the host's layout reaches a sandbox. bwrap, its bundled library, the init and every
-job file are handed over as file descriptors, never as host paths: the job's files and build are
-copied in by bwrap (`--ro-bind-data`, `--file`), so `/proc/self/mountinfo` names no state dir,
-job id or checkout; bwrap's own arguments come from an fd (`--args`) and bwrap itself stays
-outside the sandbox's pid namespace (`--as-pid-1`: our init is pid 1, non-dumpable). And since
-the slot's uid never resolves a host path, the runner does not depend on where the checkout or
-its state dir live (a 0700 home directory is fine).
+job file are handed over as file descriptors, never as host paths: the job's files are copied
+in by bwrap (`--file`) and the build is written inside the sandbox, so `/proc/self/mountinfo`
+names no state dir, job id or checkout; bwrap's own arguments come from an fd (`--args`) and
+bwrap itself stays outside the sandbox's pid namespace (`--as-pid-1`: our init is pid 1,
+non-dumpable). And since the slot's uid never resolves a host path, the runner does not depend
+on where the checkout or its state dir live (a 0700 home directory is fine).
 """
 
 from __future__ import annotations
@@ -15,12 +20,15 @@ import asyncio
 import contextlib
 import fcntl
 import os
+import re
 import shutil
+import signal
+import socket
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from quiz_runner.languages import BUILD_DIR, SANDBOX_PATH_ENV, SOURCE_DIR, WORK_DIR
+from quiz_runner.languages import BUILD_DIR, SANDBOX_PATH_ENV, SOURCE_DIR, TMP_DIR, WORK_DIR
 from quiz_runner.sandbox.base import (
     MAX_BUILD_BYTES,
     BuildEntry,
@@ -31,9 +39,7 @@ from quiz_runner.sandbox.base import (
     archive_argv,
     init_argv,
     judge_memory,
-    kill_uid,
     parse_archive,
-    sweepable,
 )
 
 # The toolchains: read-only. /etc is NOT bound whole (passwd, shadow, hosts stay outside);
@@ -138,19 +144,47 @@ class BwrapSandbox:
         return True, "ok"
 
     async def prepare(self, job: Job) -> None:
-        """Nothing on disk: the job's files reach each sandbox through in-memory fds."""
+        """Start the request's sandbox: namespaces, mounts and the job's files, once."""
+        await self._session(job)
 
     async def release(self, job: Job) -> None:
-        """Close the job's fds."""
-        job.close()
+        """End the request's sandbox (every process of it with it), close the job's fds."""
+        session = job.session
+        job.session = None
+        try:
+            if isinstance(session, Session):
+                await session.close()
+        finally:
+            job.close()
 
-    def _base_args(self, limits: ExecLimits) -> list[str]:
-        """Namespaces, session, toolchain binds, fresh /dev, /proc, /tmp, /dev/shm, environment."""
+    async def _session(self, job: Job) -> Session:
+        """The job's sandbox, started on first use (a self-test runs without `prepare`)."""
+        if isinstance(job.session, Session):
+            return job.session
+        src_args, fds = self._readonly_tree(job, "src", SOURCE_DIR, self._source_entries(job))
+        session = await Session.start(
+            [fd_path(self.bwrap_fd), "--args"],
+            # bwrap's root is a tmpfs without a size: read-only, so nothing is written there.
+            [*self._request_args(), *src_args, "--remount-ro", "/"],
+            [fd_path(self.init_fd), "--serve"],
+            uid=job.uid,
+            pass_fds=[self.bwrap_fd, self.init_fd, *self.preload_fds, *fds],
+            preload=[fd_path(fd) for fd in self.preload_fds],
+        )
+        job.session = session
+        return session
+
+    def _request_args(self) -> list[str]:
+        """Namespaces, session, toolchain binds, /dev, /proc, the mount points, environment.
+
+        Once per request. Each step's init mounts its own writable tmpfs (/work or /build,
+        /tmp, /dev/shm) and /proc over these, in namespaces of its own.
+        """
         args = [
             "--unshare-all",  # user, pid, net (loopback only, down), ipc, uts, cgroup
             "--unshare-user",
             # The init is pid 1 (and bwrap stays outside the pid namespace, its arguments with
-            # it); the init nests the program's user namespace and forbids further ones.
+            # it); each step's init nests the program's user namespace and forbids further ones.
             "--as-pid-1",
             "--uid",
             "0",
@@ -169,23 +203,20 @@ class BwrapSandbox:
                 args += ["--symlink", os.readlink(link), link]
             elif os.path.isdir(link):
                 args += ["--ro-bind", link, link]
-        size = str(limits.tmpfs_bytes)
         args += [
             "--proc",
             "/proc",
             "--dev",
             "/dev",
-            "--size",
-            size,
-            "--tmpfs",
-            "/dev/shm",  # noqa: S108 - a path inside the sandbox
             # /dev itself is a tmpfs without limits: nothing may be written there.
             "--remount-ro",
             "/dev",
-            "--size",
-            size,
-            "--tmpfs",
-            "/tmp",  # noqa: S108 - a path inside the sandbox
+            "--dir",
+            TMP_DIR,
+            "--dir",
+            WORK_DIR,
+            "--dir",
+            BUILD_DIR,
             "--clearenv",
             "--setenv",
             "PATH",
@@ -195,21 +226,17 @@ class BwrapSandbox:
             "C.UTF-8",
             "--setenv",
             "HOME",
-            "/tmp",  # noqa: S108 - a path inside the sandbox
+            TMP_DIR,
         ]
         return args
 
-    def _init_args(
-        self, limits: ExecLimits, status_fd: int, writable: tuple[str, ...]
-    ) -> list[str]:
-        """The init, its rlimits, the tmpfs limits it sets, the user it becomes."""
-        # +1: the init (pid 1) counts among the program's user's processes.
-        init = init_argv(
-            limits, init=fd_path(self.init_fd), pid1_processes=1, status=str(status_fd)
-        )
+    def _step_args(self, limits: ExecLimits, writable: tuple[str, ...], workdir: str) -> list[str]:
+        """The step's rlimits, its fresh tmpfs, its work dir and the user it becomes."""
+        # +1: the step's init (its pid 1) counts among the program's user's processes.
+        args = init_argv(limits, init="run", pid1_processes=1, status=STATUS_FD)
         for path in writable:
-            init += ["--tmpfs-limit", f"{path}:{limits.tmpfs_bytes}:{limits.tmpfs_inodes}"]
-        return [*init, "--userns", str(SANDBOX_UID)]
+            args += ["--tmpfs", f"{path}:{limits.tmpfs_bytes}:{limits.tmpfs_inodes}"]
+        return [*args, "--chdir", workdir, "--userns", str(SANDBOX_UID)]
 
     def _tree(
         self, job: Job, area: str, root: str, entries: dict[str, BuildEntry], key: str = ""
@@ -248,35 +275,20 @@ class BwrapSandbox:
         return {path: BuildEntry(0o444, data) for path, data in job.files.items()}
 
     async def compile(self, job: Job, argv: list[str], limits: ExecLimits) -> Execution:
-        """Compile with the sources read-only at /src; what it writes in /build is kept."""
-        src_args, fds = self._readonly_tree(job, "src", SOURCE_DIR, self._source_entries(job))
-        args = [
-            *self._base_args(limits),
-            *src_args,
-            "--size",
-            str(limits.tmpfs_bytes),
-            "--tmpfs",
-            BUILD_DIR,
-            "--chdir",
-            BUILD_DIR,
-            # bwrap's root is a tmpfs without a size: read-only, so nothing is written there.
-            "--remount-ro",
-            "/",
-        ]
+        """Compile with the sources read-only at /src into a writable /build, read-only after.
+
+        The build stays in the request's sandbox for its cases; it is also archived for the
+        runner (bounded: MAX_BUILD_BYTES and MAX_BUILD_FILES; Java's main class is read there).
+        """
+        session = await self._session(job)
+        args = self._step_args(limits, (TMP_DIR, SHM_DIR), BUILD_DIR)
+        args += ["--build", f"{BUILD_DIR}:{limits.tmpfs_bytes}:{limits.tmpfs_inodes}"]
         with report_channel("build-archive") as archive:
-            extra = archive_argv(BUILD_DIR, str(archive))
-            result = await self._execute(
-                job,
-                args,
-                argv,
-                b"",
-                limits,
-                writable=(BUILD_DIR, "/tmp", "/dev/shm"),  # noqa: S108 - sandbox paths
-                fds=[*fds, archive],
-                init_extra=extra,
-            )
+            args += archive_argv(BUILD_DIR, "@4")
+            result = await session.step(args, argv, b"", limits, extra_fds=[archive])
             built = read_channel(archive, MAX_BUILD_BYTES + (1 << 20))
             job.build, result.build_error = parse_archive(built)
+        judge_memory(result, limits)
         return result
 
     async def run(
@@ -287,95 +299,311 @@ class BwrapSandbox:
         limits: ExecLimits,
         collect: str | None,
     ) -> Execution:
-        """Run one case in a fresh tmpfs work dir holding the job's files read-only."""
-        args = [*self._base_args(limits), "--size", str(limits.tmpfs_bytes), "--tmpfs", WORK_DIR]
-        fds: list[int] = []
-        sources = self._source_entries(job)
-        for entry in job.entries:
-            if entry in job.files:  # a top-level file: a read-only bind of its own
-                fd = job.memfd("src", entry, job.files[entry])
-                fds.append(fd)
-                args += ["--perms", "0444", "--ro-bind-data", str(fd), f"{WORK_DIR}/{entry}"]
-            else:  # a top-level directory: a read-only tmpfs of its own
-                inside = {
-                    p[len(entry) + 1 :]: e for p, e in sources.items() if p.startswith(f"{entry}/")
-                }
-                tree, tree_fds = self._readonly_tree(
-                    job, "src", f"{WORK_DIR}/{entry}", inside, key=f"{entry}/"
-                )
-                args += tree
-                fds += tree_fds
-        if job.build:
-            build_args, build_fds = self._readonly_tree(job, "build", BUILD_DIR, job.build)
-        else:  # nothing was built (Python, JavaScript): an empty dir of the read-only root
-            build_args, build_fds = ["--dir", BUILD_DIR], []
-        args += [*build_args, "--chdir", WORK_DIR]
-        # bwrap's root is a tmpfs without a size: read-only, so nothing is written there.
-        args += ["--remount-ro", "/"]
-        extra: list[str] = []
+        """Run one case: a fresh tmpfs work dir holding the job's files read-only, fresh /tmp
+        and /dev/shm, its own pid, mount and IPC namespaces (and so its own process tree)."""
+        session = await self._session(job)
+        args = self._step_args(limits, (WORK_DIR, TMP_DIR, SHM_DIR), WORK_DIR)
+        args += ["--work-from", SOURCE_DIR]
         with contextlib.ExitStack() as channels:
+            extra: list[int] = []
             if collect is not None:
                 collected = channels.enter_context(report_channel("picture"))
-                extra = ["--collect", collect, "--collect-out", str(collected)]
-                extra += ["--collect-max", str(limits.file_bytes)]
-                fds.append(collected)
-            result = await self._execute(
-                job,
-                args,
-                argv,
-                stdin,
-                limits,
-                writable=(WORK_DIR, "/tmp", "/dev/shm"),  # noqa: S108 - sandbox paths
-                fds=fds + build_fds,
-                init_extra=extra,
-            )
+                args += ["--collect", collect, "--collect-out", "@4"]
+                args += ["--collect-max", str(limits.file_bytes)]
+                extra.append(collected)
+            result = await session.step(args, argv, stdin, limits, extra_fds=extra)
             if collect is not None:
                 result.collected = read_channel(collected, limits.file_bytes + 1)
+        judge_memory(result, limits)
         return result
 
-    async def _execute(
+
+STATUS_FD = "@3"  # the 4th fd of a step's message: stdin, stdout, stderr, status, [collect|archive]
+SHM_DIR = "/dev/shm"  # noqa: S108 - a path inside the sandbox
+START_TIMEOUT_S = 10.0
+# How long the request's init may take to answer "done" after "kill": it only kills and reaps.
+KILL_GRACE_S = 5.0
+
+
+class Session:
+    """One request's sandbox: bwrap (namespaces, mounts, the job's files) once, its init serving
+    steps over a SOCK_SEQPACKET socket, each step in namespaces of its own (runner_init.c).
+
+    The end-of-request sweep is O(1): the init is pid 1 of the request's pid namespace, held by
+    a pidfd; when it exits (EOF on its socket, or SIGKILL through the pidfd), the kernel kills
+    every process of the namespace before the pidfd reports the exit. No /proc scan.
+    """
+
+    def __init__(
         self,
-        job: Job,
+        proc: asyncio.subprocess.Process,
+        sock: socket.socket,
+        pidfd: int | None,
+        error: str | None,
+    ) -> None:
+        self.proc = proc
+        self.sock = sock
+        self.pidfd = pidfd
+        self.error = error  # why the sandbox cannot run steps (it failed to start, or died)
+
+    @classmethod
+    async def start(
+        cls,
+        bwrap: list[str],
         bwrap_args: list[str],
+        init: list[str],
+        *,
+        uid: int,
+        pass_fds: list[int],
+        preload: list[str],
+    ) -> Session:
+        """Start bwrap as `uid`; wait for the init's "ready" (or say why it did not come)."""
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        info_r, info_w = os.pipe2(os.O_CLOEXEC)
+        args_fd = os.memfd_create("bwrap-args", os.MFD_CLOEXEC)
+        try:
+            data = "\0".join([*bwrap_args, "--info-fd", str(info_w)]).encode() + b"\0"
+            os.write(args_fd, data)
+            os.lseek(args_fd, 0, os.SEEK_SET)
+            env = {"PATH": SANDBOX_PATH_ENV}
+            if preload:
+                # The wheel's bwrap finds its libcap beside itself ($ORIGIN), a host path
+                # the slot's uid may not reach: hand it over preloaded, by fd.
+                env["LD_PRELOAD"] = " ".join(preload)
+            command, as_user = as_uid(
+                [*bwrap, str(args_fd), "--", *init, str(theirs.fileno())], uid
+            )
+            proc = await asyncio.create_subprocess_exec(
+                *command,
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.DEVNULL,
+                stderr=asyncio.subprocess.PIPE,
+                **as_user,  # type: ignore[arg-type]
+                pass_fds=[*pass_fds, args_fd, info_w, theirs.fileno()],
+                start_new_session=True,
+                cwd="/",
+                # bwrap itself gets no secrets either (--clearenv empties the program's).
+                env=env,
+            )
+        finally:
+            os.close(args_fd)
+            os.close(info_w)
+            theirs.close()
+        ours.setblocking(False)
+        loop = asyncio.get_running_loop()
+        session = cls(proc, ours, None, None)
+        try:
+            ready = await asyncio.wait_for(loop.sock_recv(ours, 64), START_TIMEOUT_S)
+        except (TimeoutError, OSError):
+            ready = b""
+        if ready != b"ready":
+            session.error = await session._bwrap_said()
+            await session.close()
+            return session
+        info = await asyncio.to_thread(_read_all, info_r)
+        match = re.search(rb'"child-pid"\s*:\s*(\d+)', info)
+        if match is not None:
+            # Alive (it is waiting for us on its socket): no pid reuse can come between.
+            session.pidfd = os.pidfd_open(int(match.group(1)))
+        return session
+
+    async def _bwrap_said(self) -> str:
+        """What bwrap printed on the way out (why the sandbox did not start)."""
+        assert self.proc.stderr is not None
+        with contextlib.suppress(ProcessLookupError):
+            self.proc.kill()
+        try:
+            said = await asyncio.wait_for(self.proc.stderr.read(65536), 5.0)
+        except TimeoutError:
+            said = b""
+        return said.decode("utf-8", "replace").strip() or "the sandbox did not start"
+
+    async def step(
+        self,
+        args: list[str],
         argv: list[str],
         stdin: bytes,
         limits: ExecLimits,
         *,
-        writable: tuple[str, ...],
-        fds: list[int],
-        init_extra: list[str],
+        extra_fds: list[int],
     ) -> Execution:
-        with report_channel("status") as status:
-            args_fd = os.memfd_create("bwrap-args", os.MFD_CLOEXEC)
-            try:
-                os.write(args_fd, b"\0".join(a.encode() for a in bwrap_args) + b"\0")
-                os.lseek(args_fd, 0, os.SEEK_SET)
-                init = [*self._init_args(limits, status, writable), *init_extra]
-                command = [fd_path(self.bwrap_fd), "--args", str(args_fd), "--", *init, "--"]
-                env = {"PATH": SANDBOX_PATH_ENV}
-                if self.preload_fds:
-                    # The wheel's bwrap finds its libcap beside itself ($ORIGIN), a host path
-                    # the slot's uid may not reach: hand it over preloaded, by fd.
-                    env["LD_PRELOAD"] = " ".join(fd_path(fd) for fd in self.preload_fds)
-                pass_fds = [
-                    self.bwrap_fd,
-                    self.init_fd,
-                    *self.preload_fds,
-                    args_fd,
-                    status,
-                    *fds,
-                ]
-                result = await run_bounded(
-                    [*command, *argv], stdin, limits, uid=job.uid, pass_fds=pass_fds, env=env
-                )
-            finally:
-                os.close(args_fd)
+        """Run one step: feed stdin, read at most output_bytes of each stream, kill on wall."""
+        result = Execution()
+        start = time.monotonic()
+        status = os.memfd_create("status", os.MFD_CLOEXEC)
+        try:
+            if self.error is None:
+                await self._step(result, args, argv, stdin, limits, status, extra_fds)
+            if self.error is not None and result.init_error is None:
+                result.init_error = self.error
+                result.stderr = result.stderr or self.error.encode()
             apply_status(result, read_channel(status, 4096), limits)
-        if (result.init_error is not None or result.timed_out is not None) and sweepable(job.uid):
-            # The kernel ends the pid namespace with its pid 1; this sweep is the second lock.
-            await asyncio.to_thread(kill_uid, job.uid)
-        judge_memory(result, limits)
+        finally:
+            os.close(status)
+        result.wall_ms = int((time.monotonic() - start) * 1000)
         return result
+
+    async def _step(
+        self,
+        result: Execution,
+        args: list[str],
+        argv: list[str],
+        stdin: bytes,
+        limits: ExecLimits,
+        status: int,
+        extra_fds: list[int],
+    ) -> None:
+        loop = asyncio.get_running_loop()
+        in_r, in_w = os.pipe2(os.O_CLOEXEC)
+        out_r, out_w = os.pipe2(os.O_CLOEXEC)
+        err_r, err_w = os.pipe2(os.O_CLOEXEC)
+        message = b"\0".join(a.encode() for a in [*args, "--", *argv])
+        try:
+            socket.send_fds(self.sock, [message], [in_r, out_w, err_w, status, *extra_fds])
+        except OSError as exc:
+            for fd in (in_r, in_w, out_r, out_w, err_r, err_w):
+                os.close(fd)
+            self.error = f"the sandbox is gone: {exc}"
+            return
+        for fd in (in_r, out_w, err_w):
+            os.close(fd)
+        cut = asyncio.Event()
+
+        async def feed() -> None:
+            transport, protocol = await loop.connect_write_pipe(
+                asyncio.streams.FlowControlMixin, os.fdopen(in_w, "wb", buffering=0)
+            )
+            writer = asyncio.StreamWriter(transport, protocol, None, loop)
+            try:
+                # A program that does not read its stdin closes the pipe: that is not an error.
+                with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                    writer.write(stdin)
+                    await writer.drain()
+            finally:
+                # Also when cancelled: stdin the program never read would keep the pipe.
+                transport.close()
+
+        async def drain(fd: int) -> bytes:
+            reader = asyncio.StreamReader(limit=1 << 20)
+            transport, _ = await loop.connect_read_pipe(
+                lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(fd, "rb", buffering=0)
+            )
+            data = bytearray()
+            try:
+                while chunk := await reader.read(65536):
+                    room = limits.output_bytes - len(data)
+                    if room > 0:
+                        data += chunk[:room]
+                    if len(chunk) > room and not result.output_truncated:
+                        # Over the limit: stop the whole case now rather than read forever.
+                        result.output_truncated = True
+                        cut.set()
+                    # Past the limit, keep reading (and dropping) until EOF: the case is
+                    # being killed, and its end closes the pipe.
+            finally:
+                transport.close()
+            return bytes(data)
+
+        feeding = asyncio.create_task(feed())
+        out_task = asyncio.create_task(drain(out_r))
+        err_task = asyncio.create_task(drain(err_r))
+        done_task = asyncio.create_task(loop.sock_recv(self.sock, 256))
+        cut_task = asyncio.create_task(cut.wait())
+        finished, _ = await asyncio.wait(
+            {done_task, cut_task}, timeout=limits.wall_s, return_when=asyncio.FIRST_COMPLETED
+        )
+        if done_task not in finished:
+            if cut_task not in finished:
+                result.timed_out = "wall"
+            # Killing the step's init ends its pid namespace: the whole process tree.
+            with contextlib.suppress(OSError):
+                self.sock.send(b"kill")
+            try:
+                await asyncio.wait_for(asyncio.shield(done_task), KILL_GRACE_S)
+            except TimeoutError:
+                self.error = "the sandbox did not end a step when told"
+                await self.kill()
+        cut_task.cancel()
+        # Stdin a program never read would keep its pipe open.
+        feeding.cancel()
+        try:
+            # Every process holding the pipes is gone by now: the streams end at once.
+            result.stdout, result.stderr = await asyncio.wait_for(
+                asyncio.gather(out_task, err_task), timeout=5.0
+            )
+        except TimeoutError:
+            out_task.cancel()
+            err_task.cancel()
+            result.init_error = "the sandbox's pipes stayed open after it ended"
+        if done_task.done() and not done_task.cancelled() and done_task.exception() is None:
+            said = done_task.result()
+            if said == b"":
+                self.error = "the sandbox ended"
+            elif not said.startswith(b"done "):
+                result.init_error = said.decode("utf-8", "replace")
+        else:
+            done_task.cancel()
+            self.error = self.error or "the sandbox ended"
+
+    async def kill(self) -> None:
+        """SIGKILL the request's pid 1: the kernel ends its pid namespace, every process in it."""
+        if self.pidfd is not None:
+            with contextlib.suppress(OSError):
+                signal.pidfd_send_signal(self.pidfd, signal.SIGKILL)
+        with contextlib.suppress(ProcessLookupError):
+            self.proc.kill()
+
+    async def close(self) -> None:
+        """End the request: EOF ends its init; wait until its pid 1 (so its namespace) is gone."""
+        with contextlib.suppress(OSError):
+            self.sock.close()
+        try:
+            await asyncio.wait_for(self.proc.wait(), KILL_GRACE_S)
+        except TimeoutError:
+            await self.kill()
+        if self.pidfd is not None:
+            try:
+                # bwrap waits for its pid 1, but bwrap may be killed first (--die-with-parent
+                # then kills pid 1): the pidfd says when pid 1, and with it every process of
+                # the namespace, is gone.
+                if not await _exited(self.pidfd, KILL_GRACE_S):
+                    await self.kill()
+                    await _exited(self.pidfd, KILL_GRACE_S)
+            finally:
+                os.close(self.pidfd)
+                self.pidfd = None
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self.proc.wait(), KILL_GRACE_S)
+
+
+def _read_all(fd: int) -> bytes:
+    """Everything written to `fd` until its writer closes it (bwrap's --info-fd); closes it."""
+    chunks = []
+    try:
+        while chunk := os.read(fd, 4096):
+            chunks.append(chunk)
+    finally:
+        os.close(fd)
+    return b"".join(chunks)
+
+
+async def _exited(pidfd: int, timeout: float) -> bool:
+    """Whether the process behind `pidfd` exits within `timeout` (a pidfd reads as exited)."""
+    loop = asyncio.get_running_loop()
+    gone: asyncio.Future[None] = loop.create_future()
+
+    def exited() -> None:
+        if not gone.done():
+            gone.set_result(None)
+
+    loop.add_reader(pidfd, exited)
+    try:
+        await asyncio.wait_for(gone, timeout)
+        return True
+    except TimeoutError:
+        return False
+    finally:
+        loop.remove_reader(pidfd)
 
 
 # util-linux's setpriv drops to the slot's uid between our fork and bwrap. Asking Python for
@@ -395,94 +623,3 @@ def as_uid(argv: list[str], uid: int) -> tuple[list[str], dict[str, object]]:
     if SETPRIV is None:
         return argv, {"user": uid, "group": uid, "extra_groups": []}
     return [SETPRIV, f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--", *argv], {}
-
-
-async def run_bounded(
-    argv: list[str],
-    stdin: bytes,
-    limits: ExecLimits,
-    *,
-    uid: int,
-    pass_fds: list[int],
-    env: dict[str, str] | None = None,
-) -> Execution:
-    """Start argv as `uid`, feed stdin, read at most output_bytes of each stream, kill on wall."""
-    result = Execution()
-    start = time.monotonic()
-    command, as_user = as_uid(argv, uid)
-    proc = await asyncio.create_subprocess_exec(
-        *command,
-        stdin=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        **as_user,  # type: ignore[arg-type]
-        pass_fds=pass_fds,
-        start_new_session=True,
-        cwd="/",
-        # bwrap itself gets no secrets either (--clearenv empties the program's).
-        env=env or {"PATH": SANDBOX_PATH_ENV},
-    )
-    cut = asyncio.Event()
-
-    async def feed() -> None:
-        assert proc.stdin is not None
-        # A program that does not read its stdin closes the pipe: that is not an error.
-        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
-            proc.stdin.write(stdin)
-            await proc.stdin.drain()
-        with contextlib.suppress(BrokenPipeError, ConnectionResetError, OSError):
-            proc.stdin.close()
-
-    async def drain(stream: asyncio.StreamReader) -> bytes:
-        data = bytearray()
-        while chunk := await stream.read(65536):
-            room = limits.output_bytes - len(data)
-            if room > 0:
-                data += chunk[:room]
-            if len(chunk) > room and not result.output_truncated:
-                # Over the limit: stop the whole case now rather than read forever.
-                result.output_truncated = True
-                cut.set()
-            # Past the limit, keep reading (and dropping) until EOF: asyncio's Process.wait()
-            # returns only once every pipe is closed, and a paused pipe never sees its EOF.
-        return bytes(data)
-
-    assert proc.stdout is not None and proc.stderr is not None
-    feeding = asyncio.create_task(feed())
-    out_task = asyncio.create_task(drain(proc.stdout))
-    err_task = asyncio.create_task(drain(proc.stderr))
-    wait_task = asyncio.create_task(proc.wait())
-    cut_task = asyncio.create_task(cut.wait())
-    done, _ = await asyncio.wait(
-        {wait_task, cut_task}, timeout=limits.wall_s, return_when=asyncio.FIRST_COMPLETED
-    )
-    if wait_task not in done:
-        if cut_task not in done:
-            result.timed_out = "wall"
-        # Killing bwrap kills the sandbox's pid 1 (--die-with-parent), hence its whole tree.
-        with contextlib.suppress(ProcessLookupError):
-            proc.kill()
-        if sweepable(uid):
-            await asyncio.to_thread(kill_uid, uid)
-    cut_task.cancel()
-    # Stdin a program never read would keep its pipe (and so Process.wait()) open.
-    feeding.cancel()
-    with contextlib.suppress(OSError):
-        proc.stdin.close()  # type: ignore[union-attr]
-    try:
-        # Every process holding the pipes is gone by now: the streams end at once.
-        result.stdout, result.stderr = await asyncio.wait_for(
-            asyncio.gather(out_task, err_task), timeout=5.0
-        )
-        await asyncio.wait_for(wait_task, timeout=5.0)
-    except TimeoutError:
-        if sweepable(uid):
-            await asyncio.to_thread(kill_uid, uid)
-        out_task.cancel()
-        err_task.cancel()
-        wait_task.cancel()
-        transport = proc._transport  # type: ignore[attr-defined]
-        transport.close()  # closes our pipe ends and reaps in the background
-        result.init_error = "the sandbox's pipes stayed open after it ended"
-    result.wall_ms = int((time.monotonic() - start) * 1000)
-    return result
