@@ -66,6 +66,18 @@ HOT_SQL: dict[str, str] = {
         "spent_micros = spent_micros + :cost WHERE day = :day"
     ),
     "ledger": _LEDGER_INSERT,
+    # PostgreSQL only: the settle of a call held in a slice as one statement (_settle_in).
+    "settle_sliced": (
+        "WITH ins AS (" + _LEDGER_INSERT + " ON CONFLICT (call_id, attempt) DO NOTHING "  # noqa: S608
+        "RETURNING 1), "
+        "lease AS (UPDATE cap_leases SET amount_micros = amount_micros - :lease_cost "
+        "WHERE id = :lease_id AND amount_micros >= :lease_cost AND EXISTS (SELECT 1 FROM ins) "
+        "RETURNING 1) "
+        "UPDATE budget_days SET reserved_micros = reserved_micros - "
+        "CASE WHEN EXISTS (SELECT 1 FROM lease) THEN :lease_cost ELSE 0 END, "
+        "spent_micros = spent_micros + :cost_micros "
+        "WHERE day = :hold_day AND EXISTS (SELECT 1 FROM ins)"
+    ),
     # A settle may be written twice (a replayed journal entry, a commit whose answer was
     # lost): the second is a no-op, keyed by (call_id, attempt).
     "ledger_once": _LEDGER_INSERT + " ON CONFLICT (call_id, attempt) DO NOTHING",
@@ -74,6 +86,20 @@ HOT_SQL: dict[str, str] = {
     # per call than pruning the key first.
     "rate_times": "SELECT at FROM rate_events WHERE key = :key AND at > :since",
     "rate_insert": "INSERT INTO rate_events (key, at) VALUES (:key, :at)",
+    # The count and the insert in one statement (under the key's lock): a call admitted by its
+    # rate alone is one round trip.
+    "rate_admit": (
+        "INSERT INTO rate_events (key, at) SELECT CAST(:key AS VARCHAR(300)), "
+        "CAST(:at AS DOUBLE PRECISION) WHERE "
+        "(SELECT COUNT(*) FROM rate_events WHERE key = :key AND at > :since) < :limit"
+    ),
+    # Issue 24: the rate-only transaction does not wait for its WAL flush (admit_rates), set
+    # in the round trip of the first key's lock.
+    "async_commit": "SELECT set_config('synchronous_commit', 'off', true)",
+    "rate_lock_async": (
+        "SELECT set_config('synchronous_commit', 'off', true), "
+        "pg_advisory_xact_lock(hashtextextended(:key, 0))"
+    ),
     "idem_expire": "DELETE FROM idempotency_keys WHERE key = :key AND expires_at < :now",
     "idem_claim": (
         "INSERT INTO idempotency_keys (key, digest, call_id, reply, created_at, expires_at) "
@@ -329,10 +355,7 @@ class Repository:
                 conn.exec_driver_sql(q["ledger"], self._ledger_params(row))
                 return Admission(False, "rate_limited", decision.retry_after_s)
         held = a.held
-        if held is None:  # the hold is in this replica's slice: the rate check alone
-            if a.rate is not None:
-                conn.exec_driver_sql(q["rate_insert"], {"key": a.rate.key, "at": a.now})
-            return Admission(True)
+        assert held is not None, "a hold to make: rate-only admissions are admit_rates"
         self._ensure_day(conn, held.day, a.cap_micros)
         # One conditional UPDATE: the row lock (PG) or the writer lock (SQLite) makes the
         # check and the increment one atomic step across every replica. Never shrunk to fit.
@@ -363,6 +386,41 @@ class Repository:
         after_commit(conn, lambda: self._days_created.add(held.day))
         return Admission(True)
 
+    @transaction
+    def admit_rates(self, conn: Connection, batch: list[AdmitArgs]) -> list[Admission]:
+        """The per-person rate check alone, for calls held in this replica's slice of the cap
+        (issue 24): each admitted call's event inserted, each refused one's ledger row written.
+
+        On PostgreSQL every key's advisory lock is taken first, in sorted order (exact across
+        replicas, no cycle), and the transaction commits with `synchronous_commit = off`: it
+        is visible to every other transaction at once (the count stays exact), only its
+        durability waits for the WAL writer (≤ 3 × wal_writer_delay). A server crash in that
+        window forgets those rate events — a person may get that many calls more in the
+        minute, never money: no hold is in this transaction. (SQLite's WAL with
+        `synchronous=NORMAL` commits that way already.)
+        """
+        q = self._q
+        if self.db.dialect == "postgresql":
+            keys = sorted({a.rate.key for a in batch if a.rate is not None})
+            if not keys:
+                conn.exec_driver_sql(q["async_commit"])
+            for i, key in enumerate(keys):
+                conn.exec_driver_sql(q["rate_lock_async" if i == 0 else "rate_lock"], {"key": key})
+        return [self._admit_rate_in(conn, a) for a in batch]
+
+    def _admit_rate_in(self, conn: Connection, a: AdmitArgs) -> Admission:
+        if a.rate is None:
+            return Admission(True)
+        rate, q = a.rate, self._q
+        params = {"key": rate.key, "at": a.now, "since": a.now - rate.window_s}
+        if conn.exec_driver_sql(q["rate_admit"], {**params, "limit": rate.limit}).rowcount == 1:
+            return Admission(True)
+        times = [t for (t,) in conn.exec_driver_sql(q["rate_times"], params)]
+        decision = decide(times, rate.limit, a.now, rate.window_s)
+        row = replace(a.refusal, error_code="rate_limited")
+        conn.exec_driver_sql(q["ledger"], self._ledger_params(row))
+        return Admission(False, "rate_limited", decision.retry_after_s)
+
     def _rate_check(self, conn: Connection, rate: RateKey, now: float) -> RateDecision:
         """Sliding log: fewer than `limit` events in (now - window, now] admits one more."""
         q = self._q
@@ -392,6 +450,23 @@ class Repository:
 
     def _settle_in(self, conn: Connection, held: Held | None, row: LedgerRow) -> None:
         q = self._q
+        if (
+            held is not None
+            and held.lease_id is not None
+            and row.cost_micros
+            and self.db.dialect == "postgresql"
+        ):
+            # The same three steps as below in one round trip (issue 24): PostgreSQL's
+            # data-modifying CTEs, in the order of every other writer (lease row, day row).
+            self._ensure_day(conn, held.day, 0)
+            params = self._ledger_params(row)
+            params.update(
+                lease_id=held.lease_id,
+                lease_cost=min(row.cost_micros, held.amount_micros),
+                hold_day=held.day,
+            )
+            conn.exec_driver_sql(q["settle_sliced"], params)
+            return
         if conn.exec_driver_sql(q["ledger_once"], self._ledger_params(row)).rowcount != 1:
             return
         released = 0

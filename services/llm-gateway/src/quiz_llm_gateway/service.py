@@ -67,7 +67,7 @@ from quiz_llm_gateway.repository import (
 )
 from quiz_llm_gateway.singleflight import SingleFlight
 from quiz_llm_gateway.stream_journal import StreamJournal
-from quiz_llm_gateway.writer import AdmitWriter
+from quiz_llm_gateway.writer import AdmitWriter, RateWriter
 
 log = logging.getLogger(__name__)
 # How often a repeat waits on another replica's call of the same request_id.
@@ -133,6 +133,7 @@ class Gateway:
         )
         self._single = SingleFlight[CompleteReply](settings.idempotency_ttl_s, monotonic)
         self._admissions = AdmitWriter(repo)
+        self._rates = RateWriter(repo)
         self.slices = CapSlices(
             repo,
             SliceSizing(
@@ -451,9 +452,9 @@ class Gateway:
         if sliced is not None:
             if rate is None:
                 return sliced  # no transaction before the provider request
-            # The per-person limit stays exact across replicas (docs: Reservations): its own
-            # short transaction, without the day row.
-            admission = await self._admissions.submit(
+            # The per-person limit stays exact across replicas (docs: Per-person limits): its
+            # own short transaction, without the day row, not waiting for a WAL flush.
+            admission = await self._rates.submit(
                 AdmitArgs(
                     held=None,
                     call_id=call.call_id,
@@ -547,6 +548,7 @@ class Gateway:
         await self.ledger.drain()
         await self.slices.close()
         await self._admissions.close()
+        await self._rates.close()
         try:
             await self.sweep()
         except Exception:

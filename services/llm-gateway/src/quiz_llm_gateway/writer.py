@@ -121,6 +121,17 @@ class SettleWriter(GroupCommit[SettleEntry, None]):
         await self.submit((held, row))
 
 
+class RateWriter(GroupCommit[AdmitArgs, Admission]):
+    """Rate checks of calls held in this replica's slice of the cap (issue 24), in batches."""
+
+    def __init__(self, repo: Repository) -> None:
+        async def one(args: AdmitArgs) -> Admission:
+            [admission] = await repo.admit_rates([args])
+            return admission
+
+        super().__init__("rate", one, repo.admit_rates)
+
+
 class AdmitWriter(GroupCommit[AdmitArgs, Admission]):
     """Admissions (rate check, hold under the cap, or the refusal's ledger row) in batches."""
 
