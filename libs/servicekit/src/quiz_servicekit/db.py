@@ -134,8 +134,11 @@ class Database:
             try:
                 result = fn(conn)
             finally:
-                # info belongs to the pooled DBAPI connection: never leave ours behind.
-                conn.info.pop(_AFTER_COMMIT, None)
+                # info belongs to the pooled DBAPI connection: never leave ours behind. A
+                # connection the server dropped is invalidated (discarded, not pooled): reading
+                # its info would raise PendingRollbackError over the real, outage error.
+                if not conn.invalidated:
+                    conn.info.pop(_AFTER_COMMIT, None)
         for callback in callbacks:
             callback()
         return result

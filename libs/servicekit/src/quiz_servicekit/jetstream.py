@@ -74,6 +74,7 @@ from quiz_servicekit.dead_letters import (
     write_dead_letter,
 )
 from quiz_servicekit.metrics import LATENCY_BUCKETS, ServiceMetrics
+from quiz_servicekit.tasks import TaskSet
 from quiz_servicekit.telemetry import extract_context, inject_headers
 
 log = logging.getLogger(__name__)
@@ -476,7 +477,7 @@ class ConsumerWorker(Generic[M]):
         self._metrics = metrics
         self._tracer = tracer or trace.get_tracer("quiz_servicekit.jetstream")
         self._slots = asyncio.Semaphore(spec.max_in_flight)
-        self._tasks: set[asyncio.Task[None]] = set()
+        self._tasks = TaskSet(f"consumer:{spec.name}")
         self._sub: JetStreamContext.PullSubscription | None = None
         self._loop: asyncio.Task[None] | None = None
         self._stopping = False
@@ -515,13 +516,7 @@ class ConsumerWorker(Generic[M]):
             self._loop.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._loop
-        if self._tasks:
-            _, pending = await asyncio.wait(
-                set(self._tasks), timeout=max(0.0, deadline - time.monotonic())
-            )
-            for task in pending:
-                task.cancel()
-            await asyncio.gather(*pending, return_exceptions=True)
+        await self._tasks.drain(max(0.0, deadline - time.monotonic()))
         if self._sub is not None:
             with contextlib.suppress(Exception):
                 await self._sub.unsubscribe()
@@ -559,9 +554,7 @@ class ConsumerWorker(Generic[M]):
                     self._metrics.messages.labels(self.spec.name, "interrupted").inc()
                     self._slots.release()
                     continue
-                task = asyncio.create_task(self._handle(msg))
-                self._tasks.add(task)
-                task.add_done_callback(self._tasks.discard)
+                self._tasks.spawn(self._handle(msg))
 
     async def _redeclare(self) -> None:
         """The consumer may have been deleted by hand: declare it again."""

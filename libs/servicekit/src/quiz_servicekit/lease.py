@@ -11,9 +11,10 @@ Guarantees and assumptions (docs/jetstream.md has the long form):
   stream leader (replicated with RAFT when the bucket has replicas), so two holders never both
   succeed. Expiry is decided by the SERVER's clock alone; no two machines compare wall clocks.
 - A holder stops trusting its lease `ttl_s × (1 − margin)` after it SENT the last successful
-  renewal, by its own monotonic clock. The server expires the entry no earlier than `ttl_s`
-  after it WROTE it, which is after that send; so the holder lets go first as long as the two
-  clocks' RATES differ by less than `margin` (10 % by default: real clocks differ by ppm).
+  renewal, by its own monotonic clock (`quiz_servicekit.lease_time.holder_deadline`). The
+  server expires the entry no earlier than `ttl_s` after it WROTE it, which is after that
+  send; so the holder lets go first as long as the two clocks' RATES differ by less than
+  `margin` (10 % by default: real clocks differ by ppm).
 - Network partition: a holder cut off from NATS cannot renew; it reports `held == False` and
   sets `lost` at its local deadline, before the server lets anyone else in. Work that cannot be
   interrupted at once (a model call in flight) may overlap the next holder's by its own
@@ -44,6 +45,7 @@ from nats.js.kv import KeyValue
 from pydantic import BaseModel, ValidationError
 
 from quiz_servicekit.jetstream import wait_replicated
+from quiz_servicekit.lease_time import check_timing, holder_deadline
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -134,15 +136,12 @@ class KvLease:
         clock: Callable[[], float] = time.monotonic,
         sleep: Sleep = asyncio.sleep,
     ) -> None:
-        if not 0 < margin < 0.5:
-            raise ValueError("margin is a fraction of the ttl in (0, 0.5)")
         self.kv = kv
         self.key = key
         self.holder = holder
         self.ttl_s = ttl_s
         self.renew_every_s = renew_every_s or ttl_s / 3
-        if self.renew_every_s >= ttl_s * (1 - margin):
-            raise ValueError("renew_every_s must be well under the ttl")
+        check_timing(ttl_s, self.renew_every_s, margin)
         self.margin = margin
         # Set when a lease we held is lost (taken over, expired, unrenewable); cleared on acquire.
         self.lost = asyncio.Event()
@@ -171,7 +170,7 @@ class KvLease:
 
     def _granted(self, revision: int, sent_at: float) -> None:
         self._revision = revision
-        self._valid_until = sent_at + self.ttl_s * (1 - self.margin)
+        self._valid_until = holder_deadline(sent_at, self.ttl_s, self.margin)
 
     async def try_acquire(self) -> bool:
         """Take the lease if nobody holds it; True when it is ours (renewed in the background)."""

@@ -21,6 +21,7 @@ from quiz_contracts import catalog
 from quiz_contracts.errors import ContractError, ErrorCode
 from quiz_servicekit.edge import guard_json, internal_error, invalid_request, new_request_id
 from quiz_servicekit.metrics import ServiceMetrics
+from quiz_servicekit.tasks import TaskSet
 from quiz_servicekit.telemetry import current_trace_id, extract_context
 
 log = logging.getLogger(__name__)
@@ -91,15 +92,14 @@ def _check_against_catalog(spec: EndpointSpec[Any]) -> None:
 class MicroService:
     """A registered nats.micro service whose endpoints never serialise on one subscription."""
 
-    def __init__(self, service: Service, tasks: set[asyncio.Task[None]]) -> None:
+    def __init__(self, service: Service, tasks: TaskSet) -> None:
         self.service = service
         self._tasks = tasks
 
     async def stop(self, grace_s: float = 10.0) -> None:
         """Unsubscribe, then let the requests in hand finish (bounded by `grace_s`)."""
         await self.service.stop()
-        if self._tasks:
-            await asyncio.wait(set(self._tasks), timeout=grace_s)
+        await self._tasks.wait(grace_s)
 
 
 async def start_micro_service(
@@ -122,7 +122,7 @@ async def start_micro_service(
         metadata=metadata,
         queue_group=name,
     )
-    tasks: set[asyncio.Task[None]] = set()
+    tasks = TaskSet(f"micro:{name}")
     tracer = trace.get_tracer(f"quiz.{name}")
     for spec in endpoints:
         _check_against_catalog(spec)
@@ -146,7 +146,7 @@ async def start_micro_service(
 def _dispatcher(
     spec: EndpointSpec[Any],
     slots: asyncio.Semaphore,
-    tasks: set[asyncio.Task[None]],
+    tasks: TaskSet,
     metrics: ServiceMetrics,
     tracer: trace.Tracer,
     stats: list[Any] | None = None,
@@ -159,9 +159,7 @@ def _dispatcher(
 
     async def on_request(req: Request) -> None:
         await slots.acquire()
-        task = asyncio.create_task(_handle(req))
-        tasks.add(task)
-        task.add_done_callback(tasks.discard)
+        tasks.spawn(_handle(req))
 
     async def _handle(req: Request) -> None:
         started = time.perf_counter()

@@ -32,6 +32,7 @@ from quiz_llm_gateway.journal import SettleJournal, entry_key, settle_entry, set
 from quiz_llm_gateway.repository import Held, LedgerRow, Repository
 from quiz_llm_gateway.stream_journal import StreamJournal
 from quiz_llm_gateway.writer import SettleWriter
+from quiz_servicekit.tasks import TaskSet
 
 log = logging.getLogger(__name__)
 # While a journal holds entries, a request id's claim first replays them, at most this often.
@@ -63,7 +64,7 @@ class Ledger:
         self._replaying = asyncio.Lock()
         self._caught_up_at = -CATCH_UP_EVERY_S
         self._unsettled: list[JournalEntry] = []
-        self._tasks: set[asyncio.Task[None]] = set()
+        self._tasks = TaskSet("ledger")
         self._file_pending = 0
 
     async def settle(self, held: Held | None, row: LedgerRow) -> None:
@@ -99,10 +100,8 @@ class Ledger:
         entry: Callable[[], JournalEntry],
         call_id: str,
     ) -> None:
-        task = asyncio.ensure_future(self._write_or_journal(write, entry, call_id))
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-        await asyncio.shield(task)
+        # Its own task: the caller cancelled, the write still ends (in the database or a journal).
+        await asyncio.shield(self._tasks.spawn(self._write_or_journal(write, entry, call_id)))
 
     async def _write_or_journal(
         self,
@@ -234,8 +233,7 @@ class Ledger:
 
     async def drain(self) -> None:
         """Wait for settles in hand (at shutdown), then stop the writer."""
-        if self._tasks:
-            await asyncio.wait(set(self._tasks), timeout=self.timeout_s * 2 + 5)
+        await self._tasks.wait(self.timeout_s * 2 + 5)
         await self.writer.close()
 
     def close(self) -> None:

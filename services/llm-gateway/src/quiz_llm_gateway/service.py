@@ -1,8 +1,9 @@
 """The gateway: the flow of one call. Admit (rate, cap), call the provider, settle, reply.
 
-Its collaborators each do one job: `SingleFlight` (one answer per request_id), `CallRecord`
-(the call's totals and ledger rows), `ProviderCalls` (retries, backoff, circuit), `Ledger`
-(settle with retries), `Reports` (availability, usage, gauges), `Repository` (every SQL).
+Its collaborators each do one job: the kit's `SingleFlight` (one answer per request_id),
+`CallRecord` (the call's totals and ledger rows), `ProviderCalls` (retries, backoff, circuit),
+`Ledger` (settle with retries), `Reports` (availability, usage, gauges), `Repository` (every
+SQL).
 """
 
 from __future__ import annotations
@@ -65,9 +66,9 @@ from quiz_llm_gateway.repository import (
     Repository,
     is_outage,
 )
-from quiz_llm_gateway.singleflight import SingleFlight
 from quiz_llm_gateway.stream_journal import StreamJournal
 from quiz_llm_gateway.writer import AdmitWriter, RateWriter
+from quiz_servicekit.singleflight import SingleFlight
 
 log = logging.getLogger(__name__)
 # How often a repeat waits on another replica's call of the same request_id.
