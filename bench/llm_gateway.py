@@ -110,6 +110,33 @@ def spawn(args: list[str], env: dict[str, str] | None, log: Path) -> subprocess.
         return subprocess.Popen(args, env=env, stdout=out, stderr=subprocess.STDOUT)
 
 
+def both_paths(direct: anthropic.AsyncAnthropic, nc: Any) -> tuple[Any, Any]:
+    """The same structured-output call straight to the stub with the SDK, and through the
+    gateway over NATS (a distinct teacher per call: the rate check runs, and never refuses)."""
+    tool = {"name": "review", "description": "Return the review.", "input_schema": SCHEMA}
+
+    async def call_direct(_: int) -> None:
+        await direct.messages.create(
+            model=MODEL,
+            max_tokens=MAX_TOKENS,
+            messages=[{"role": "user", "content": PROMPT}],
+            tools=[tool],  # type: ignore[list-item]
+            tool_choice={"type": "tool", "name": "review"},
+        )
+
+    async def call_gateway(_: int) -> None:
+        req = CompleteRequest(
+            purpose="review",
+            user=f"bench-{uuid.uuid4().hex[:12]}",
+            messages=[{"role": "user", "content": PROMPT}],
+            output_schema={"name": "review", "json_schema": SCHEMA},
+            max_output_tokens=MAX_TOKENS,
+        )
+        await request(nc, subjects.LLM_COMPLETE, req, CompleteReply, timeout=60)
+
+    return call_direct, call_gateway
+
+
 async def measure(
     args: argparse.Namespace, work: Path, nats_url: str, model_ms: float
 ) -> dict[int, dict[str, float]]:
@@ -149,27 +176,7 @@ async def measure(
         nc = await nats_connect(nats_url)
         await wait_gateway(nc)
         direct = anthropic.AsyncAnthropic(api_key="bench-key", base_url=stub_url, max_retries=0)
-        tool = {"name": "review", "description": "Return the review.", "input_schema": SCHEMA}
-
-        async def call_direct(_: int) -> None:
-            await direct.messages.create(
-                model=MODEL,
-                max_tokens=MAX_TOKENS,
-                messages=[{"role": "user", "content": PROMPT}],
-                tools=[tool],  # type: ignore[list-item]
-                tool_choice={"type": "tool", "name": "review"},
-            )
-
-        async def call_gateway(_: int) -> None:
-            # A distinct teacher per call: the rate check runs, and never refuses.
-            req = CompleteRequest(
-                purpose="review",
-                user=f"bench-{uuid.uuid4().hex[:12]}",
-                messages=[{"role": "user", "content": PROMPT}],
-                output_schema={"name": "review", "json_schema": SCHEMA},
-                max_output_tokens=MAX_TOKENS,
-            )
-            await request(nc, subjects.LLM_COMPLETE, req, CompleteReply, timeout=60)
+        call_direct, call_gateway = both_paths(direct, nc)
 
         # Warm both paths (connections, SQLite pages, caches) before measuring.
         await run_level(call_direct, 20, 200)
@@ -326,26 +333,7 @@ async def measure_database(
         await wait_gateway(nc)
         await asyncio.sleep(1.0 if replicas > 1 else 0)  # the second one registered too
         direct = anthropic.AsyncAnthropic(api_key="bench-key", base_url=stub_url, max_retries=0)
-        tool = {"name": "review", "description": "Return the review.", "input_schema": SCHEMA}
-
-        async def call_direct(_: int) -> None:
-            await direct.messages.create(
-                model=MODEL,
-                max_tokens=MAX_TOKENS,
-                messages=[{"role": "user", "content": PROMPT}],
-                tools=[tool],  # type: ignore[list-item]
-                tool_choice={"type": "tool", "name": "review"},
-            )
-
-        async def call_gateway(_: int) -> None:
-            req = CompleteRequest(
-                purpose="review",
-                user=f"bench-{uuid.uuid4().hex[:12]}",
-                messages=[{"role": "user", "content": PROMPT}],
-                output_schema={"name": "review", "json_schema": SCHEMA},
-                max_output_tokens=MAX_TOKENS,
-            )
-            await request(nc, subjects.LLM_COMPLETE, req, CompleteReply, timeout=60)
+        call_direct, call_gateway = both_paths(direct, nc)
 
         await run_level(call_direct, 20, 200)
         await run_level(call_gateway, 20, 300)

@@ -444,7 +444,16 @@ class Repository:
     @transaction
     def settle_many(self, conn: Connection, entries: list[tuple[Held | None, LedgerRow]]) -> None:
         """Several settles in one transaction (group commit), in day order so that two
-        writers' batches never wait on each other's day rows in opposite orders."""
+        writers' batches never wait on each other's day rows in opposite orders.
+
+        On PostgreSQL the batch's lease rows are locked first, in id order, before any day row:
+        a per-call settle earlier in the batch would otherwise take the day row before a slice's
+        lease row, the opposite of a lease, a return or an expiry of that slice (a deadlock).
+        """
+        leases = sorted({h.lease_id for h, _ in entries if h is not None and h.lease_id})
+        if leases and self.db.dialect == "postgresql":
+            for lease_id in leases:
+                conn.exec_driver_sql(self._q["lease_lock"] + " FOR UPDATE", {"id": lease_id})
         for held, row in sorted(entries, key=lambda e: (e[0] or e[1]).day):
             self._settle_in(conn, held, row)
 

@@ -450,32 +450,9 @@ class Gateway:
         night = req.purpose is Purpose.review and req.user is None
         tag = (req.purpose.value, req.user is not None)
         sliced = None if night else await self.slices.hold(day, worst_micros, expires_at, tag)
-        if sliced is not None:
-            if rate is None:
-                return sliced  # no transaction before the provider request
-            # The per-person limit stays exact across replicas (docs: Per-person limits): its
-            # own short transaction, without the day row, not waiting for a WAL flush.
-            admission = await self._rates.submit(
-                AdmitArgs(
-                    held=None,
-                    call_id=call.call_id,
-                    request_id=req.request_id,
-                    purpose=req.purpose.value,
-                    has_person=req.user is not None,
-                    cap_micros=self.cap_micros,
-                    now=now,
-                    expires_at=expires_at,
-                    rate=rate,
-                    refusal=call.ledger_row(attempt=0, outcome="refused", now=now),
-                )
-            )
-            if admission.admitted:
-                return sliced
-            self.slices.dropped(sliced)
-            self._refused(req, admission)
-        held = Held(str(uuid.uuid4()), day, worst_micros)
-        admission = await self._admissions.submit(
-            AdmitArgs(
+
+        def admit(held: Held | None) -> AdmitArgs:
+            return AdmitArgs(
                 held=held,
                 call_id=call.call_id,
                 request_id=req.request_id,
@@ -487,7 +464,23 @@ class Gateway:
                 rate=rate,
                 refusal=call.ledger_row(attempt=0, outcome="refused", now=now),
             )
-        )
+
+        if sliced is not None:
+            if rate is None:
+                return sliced  # no transaction before the provider request
+            # The per-person limit stays exact across replicas (docs: Per-person limits): its
+            # own short transaction, without the day row, not waiting for a WAL flush.
+            try:
+                admission = await self._rates.submit(admit(None))
+            except BaseException:
+                self.slices.dropped(sliced)  # not admitted (database away, cancelled)
+                raise
+            if admission.admitted:
+                return sliced
+            self.slices.dropped(sliced)
+            self._refused(req, admission)
+        held = Held(str(uuid.uuid4()), day, worst_micros)
+        admission = await self._admissions.submit(admit(held))
         if admission.admitted:
             return held
         self._refused(req, admission)

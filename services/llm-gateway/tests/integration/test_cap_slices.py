@@ -29,6 +29,7 @@ from quiz_testkit.scripts import eventually
 
 from .conftest import NOON
 from .test_gateway import expect_error, request
+from .test_journal_stream import gateway
 
 pytestmark = pytest.mark.integration
 
@@ -139,21 +140,14 @@ async def test_a_person_limit_stays_exact_with_slices(make_rig: Any) -> None:
 
 
 def gateway_process(nats_url: str, url: str, stub: AnthropicStub, data: Path) -> ServiceProcess:
-    data.mkdir(parents=True, exist_ok=True)
-    env = {
-        "NATS_URL": nats_url,
-        "DATABASE_URL": url,
-        "ANTHROPIC_API_KEY": "test-key",
-        "ANTHROPIC_BASE_URL": stub.base_url,
-        "LLM_GATEWAY_PROVIDER_MAX_RETRIES": "0",
-        "LLM_GATEWAY_SWEEP_INTERVAL_S": "0.5",
-        "LLM_GATEWAY_RESERVATION_GRACE_S": "0.5",
-        "LLM_GATEWAY_CAP_SLICE_TTL_S": "3",
-        "LLM_GATEWAY_CAP_SLICE_IDLE_S": "600",
-        "QUIZ_DATA_DIR": str(data),
-        "OTEL_SDK_DISABLED": "true",
-    }
-    return ServiceProcess("quiz_llm_gateway.main", env, data / "gateway.log")
+    """A gateway process whose slices live 3 s unless renewed, and are never idle."""
+    proc = gateway(nats_url, url, stub, data)
+    proc.env.update(
+        LLM_GATEWAY_RESERVATION_GRACE_S="0.5",
+        LLM_GATEWAY_CAP_SLICE_TTL_S="3",
+        LLM_GATEWAY_CAP_SLICE_IDLE_S="600",
+    )
+    return proc
 
 
 async def test_a_killed_replicas_slice_is_returned_by_the_sweep_after_its_ttl(
