@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import json
 import os
 import shutil
@@ -155,6 +156,13 @@ def gateway_caller(nc: Any) -> Any:
         await request(nc, subjects.LLM_COMPLETE, req, CompleteReply, timeout=60)
 
     return call
+
+
+def both_paths(direct: anthropic.AsyncAnthropic, nc: Any) -> tuple[Any, Any]:
+    """The same structured-output call straight to the stub with the SDK, and through the
+    gateway over NATS (a distinct teacher per call: the rate check runs, and never refuses)."""
+    tool = {"name": "review", "description": "Return the review.", "input_schema": SCHEMA}
+    return sdk_caller(direct, tool), gateway_caller(nc)
 
 
 def install_portkey(prefix: Path = PORTKEY_PREFIX) -> Path | str:
@@ -459,7 +467,28 @@ async def main() -> None:
         default=None,
         help="another checkout's python: its gateway is measured too, in the same run",
     )
+    parser.add_argument(
+        "--databases",
+        action="store_true",
+        help=(
+            "issue 24: SQLite vs PostgreSQL, slices of the cap off (before) vs on (after), and "
+            "one vs two gateway replicas on PostgreSQL, in interleaved rounds"
+        ),
+    )
+    parser.add_argument("--rounds", type=int, default=2, help="rounds of --databases")
+    parser.add_argument(
+        "--before-src",
+        default=None,
+        help=(
+            "with --databases: the gateway's src directory of the code before (e.g. from "
+            "`git archive <commit> services/llm-gateway/src`), run for the 'before' variants "
+            "instead of this code with slices off"
+        ),
+    )
     args = parser.parse_args()
+    if args.databases:
+        await databases_main(args)
+        return
 
     portkey: Path | None = None
     if not args.no_portkey:
@@ -503,6 +532,171 @@ async def main() -> None:
         report_spread(runs)
     if args.json:
         print(json.dumps([{str(k): v for k, v in r.items()} for r in runs], indent=2))
+
+
+# -- issue 24: the database figures (SQLite vs PostgreSQL, slices off/on, replicas) -------------
+
+DB_LEVELS = (1, 50, 200)
+
+
+async def measure_database(
+    work: Path,
+    nats_url: str,
+    stub_url: str,
+    database_url: str,
+    *,
+    slices: bool,
+    replicas: int,
+    requests: int,
+    tag: str,
+    source: str | None = None,
+) -> dict[int, dict[str, float]]:
+    """`replicas` gateway processes on `database_url` (slices of the cap on or off): per level,
+    the direct SDK's and the gateway's p50/p99 and calls/s, as `measure` prints them."""
+    env = {
+        **os.environ,
+        "NATS_URL": nats_url,
+        "DATABASE_URL": database_url,
+        "ANTHROPIC_API_KEY": "bench-key",
+        "ANTHROPIC_BASE_URL": stub_url,
+        "LLM_DAILY_CAP_USD": "1000000",
+        "HTTP_PORT": "0",
+        "LOG_LEVEL": "WARNING",
+        "QUIZ_DATA_DIR": str(work / f"data-{tag}"),
+        "LLM_GATEWAY_CAP_SLICE_CALLS": "16" if slices else "0",
+    }
+    if source is not None:  # another version of the gateway's package, ahead on the path
+        env["PYTHONPATH"] = os.pathsep.join([source, env.get("PYTHONPATH", "")]).rstrip(":")
+    procs = [
+        spawn([sys.executable, "-m", "quiz_llm_gateway.main"], env, work / f"gw-{tag}-{i}.log")
+        for i in range(replicas)
+    ]
+    results: dict[int, dict[str, float]] = {}
+    try:
+        nc = await nats_connect(nats_url)
+        await wait_gateway(nc)
+        await asyncio.sleep(1.0 if replicas > 1 else 0)  # the second one registered too
+        direct = anthropic.AsyncAnthropic(api_key="bench-key", base_url=stub_url, max_retries=0)
+        call_direct, call_gateway = both_paths(direct, nc)
+
+        await run_level(call_direct, 20, 200)
+        await run_level(call_gateway, 20, 300)
+        for concurrency in DB_LEVELS:
+            total = 300 if concurrency == 1 else requests
+            d, d_wall = await run_level(call_direct, concurrency, total)
+            g, g_wall = await run_level(call_gateway, concurrency, total)
+            results[concurrency] = {
+                "requests": total,
+                "direct_p50": percentile(d, 0.50),
+                "direct_p99": percentile(d, 0.99),
+                "gateway_p50": percentile(g, 0.50),
+                "gateway_p99": percentile(g, 0.99),
+                "direct_calls_s": total / d_wall,
+                "gateway_calls_s": total / g_wall,
+            }
+        await direct.close()
+        await nc.drain()
+    finally:
+        for proc in procs:
+            proc.terminate()
+        for proc in procs:
+            proc.wait(timeout=20)
+    return results
+
+
+def saturation(results: dict[int, dict[str, float]]) -> float:
+    """The best gateway calls/s of a level whose p99 stayed under 1 s (0: none did)."""
+    fit = [r["gateway_calls_s"] for r in results.values() if r["gateway_p99"] < 1000]
+    return max(fit, default=0.0)
+
+
+def added_p50(results: dict[int, dict[str, float]]) -> float:
+    """Gateway p50 minus the direct SDK's at c=1, ms."""
+    r = results[1]
+    return r["gateway_p50"] - r["direct_p50"]
+
+
+async def databases_main(args: argparse.Namespace) -> None:
+    """Rounds of every variant, interleaved (the host's load drifts); the ratios inside each
+    round: PostgreSQL ÷ SQLite, slices on ÷ off, two replicas ÷ one."""
+    from quiz_testkit.databases import postgres_available, postgres_database
+
+    if not postgres_available():
+        raise SystemExit("PostgreSQL does not answer on 127.0.0.1:5432")
+    work = Path(tempfile.mkdtemp(prefix="bench-llm-gateway-db-"))
+    nats_server = NatsServer(work / "nats").start()
+    stub_port = free_port()
+    stub_url = f"http://127.0.0.1:{stub_port}"
+    stub = spawn(
+        [sys.executable, "-m", "quiz_testkit.anthropic_stub", "--port", str(stub_port)],
+        None,
+        work / "stub.log",
+    )
+    variants = [
+        ("sqlite", False, 1),
+        ("postgresql", False, 1),
+        ("sqlite", True, 1),
+        ("postgresql", True, 1),
+        ("postgresql", True, 2),
+    ]
+    rounds: list[dict[tuple[str, bool, int], dict[int, dict[str, float]]]] = []
+    try:
+        await wait_http(f"{stub_url}/v1/messages")
+        for n in range(args.rounds):
+            figures: dict[tuple[str, bool, int], dict[int, dict[str, float]]] = {}
+            for db, slices, replicas in variants:
+                tag = f"{n}-{db}-{'slices' if slices else 'percall'}-{replicas}"
+                source = None if slices else args.before_src
+
+                run = functools.partial(
+                    measure_database, work, nats_server.url, stub_url, slices=slices,
+                    source=source, replicas=replicas, requests=args.requests, tag=tag,
+                )  # fmt: skip
+                if db == "sqlite":
+                    figures[(db, slices, replicas)] = await run(
+                        f"sqlite+aiosqlite:///{work / f'{tag}.db'}"
+                    )
+                else:
+                    with postgres_database("bench_llm_gw") as url:
+                        figures[(db, slices, replicas)] = await run(url)
+                r = figures[(db, slices, replicas)]
+                before = "" if slices or not args.before_src else " (code before)"
+                print(
+                    f"round {n + 1} {db:<10} slices={'on ' if slices else 'off'} "
+                    f"replicas={replicas}{before}: saturation {saturation(r):.0f} calls/s, "
+                    f"added p50 c=1 {added_p50(r):+.2f} ms, levels "
+                    + ", ".join(
+                        f"c={c} {v['gateway_calls_s']:.0f}/s p99 {v['gateway_p99']:.0f} ms"
+                        for c, v in r.items()
+                    ),
+                    flush=True,
+                )
+            rounds.append(figures)
+    finally:
+        stub.terminate()
+        stub.wait(timeout=20)
+        nats_server.stop()
+    print(f"\nllm-gateway on SQLite vs PostgreSQL, {os.cpu_count()} cores; load {os.getloadavg()}")
+    for n, f in enumerate(rounds):
+        for slices in (False, True):
+            sq, pg = f[("sqlite", slices, 1)], f[("postgresql", slices, 1)]
+            print(
+                f"round {n + 1} slices {'on ' if slices else 'off'}: saturation PG÷SQLite "
+                f"{saturation(pg) / max(saturation(sq), 1e-9):.2f} "
+                f"({saturation(pg):.0f} vs {saturation(sq):.0f}); added p50 c=1 PG÷SQLite "
+                f"{added_p50(pg) / max(added_p50(sq), 1e-9):.2f} "
+                f"({added_p50(pg):+.2f} vs {added_p50(sq):+.2f} ms)"
+            )
+        one, two = f[("postgresql", True, 1)], f[("postgresql", True, 2)]
+        print(
+            f"round {n + 1} PostgreSQL, slices on: 2 replicas ÷ 1 saturation "
+            f"{saturation(two) / max(saturation(one), 1e-9):.2f} "
+            f"({saturation(two):.0f} vs {saturation(one):.0f} calls/s)"
+        )
+    if args.json:
+        print(
+            json.dumps([{"/".join(map(str, k)): v for k, v in f.items()} for f in rounds], indent=2)
+        )
 
 
 if __name__ == "__main__":

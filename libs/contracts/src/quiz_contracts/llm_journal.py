@@ -27,6 +27,13 @@ class JournalHold(WireModel):
     id: str
     day: date = Field(description="Its Europe/Zurich budget day.")
     amount_micros: int = Field(description="The worst case held, micro-USD.")
+    lease_id: str | None = Field(
+        default=None,
+        description=(
+            "The replica's slice of the cap the hold was taken from (issue 24); null for a "
+            "reservation row of its own."
+        ),
+    )
 
 
 class JournalLedgerRow(WireModel):

@@ -107,6 +107,37 @@ class Settings(ServiceSettings):
         default=120.0, description="A reservation outlives its call's deadline by this much."
     )
     sweep_interval_s: float = 15.0
+    cap_slice_calls: int = Field(
+        default=16,
+        ge=0,
+        description=(
+            "A replica leases a slice of the day's remaining cap worth this many worst cases "
+            "of the call that asks, and admits against it in memory (issue 24); 0 = every call "
+            "admitted in its own transaction."
+        ),
+    )
+    cap_slice_share: int = Field(
+        default=4, ge=1, description="A slice takes at most 1/share of the unreserved cap."
+    )
+    cap_slice_min_calls: int = Field(
+        default=2,
+        ge=1,
+        description="Below this many worst cases a slice is not leased: the call is exact.",
+    )
+    cap_slice_ttl_s: float = Field(
+        default=300.0,
+        gt=0,
+        description=(
+            "A slice lives this long unless renewed (every cap_slice_keep_s): a killed "
+            "replica's slice is returned by a sweep at most this long after its last renewal."
+        ),
+    )
+    cap_slice_idle_s: float = Field(
+        default=2.0, ge=0, description="A slice with no call in flight for this long goes back."
+    )
+    cap_slice_keep_s: float = Field(
+        default=1.0, gt=0, description="How often idle slices are returned and others renewed."
+    )
     idempotency_ttl_s: float = 600.0
     settle_journal_dir: str | None = Field(
         default=None,

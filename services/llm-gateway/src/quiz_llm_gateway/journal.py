@@ -42,7 +42,9 @@ def settle_entry(held: Held | None, row: LedgerRow) -> JournalEntry:
     """The journal entry of a settle."""
     hold = None
     if held is not None:
-        hold = JournalHold(id=held.id, day=held.day, amount_micros=held.amount_micros)
+        hold = JournalHold(
+            id=held.id, day=held.day, amount_micros=held.amount_micros, lease_id=held.lease_id
+        )
     return JournalEntry(held=hold, row=JournalLedgerRow(**asdict(row)))
 
 
@@ -51,7 +53,7 @@ def settle_of(entry: JournalEntry) -> tuple[Held | None, LedgerRow]:
     if entry.row is None:
         raise ValueError("not a settle entry")
     h = entry.held
-    held = Held(h.id, h.day, h.amount_micros) if h is not None else None
+    held = Held(h.id, h.day, h.amount_micros, h.lease_id) if h is not None else None
     return held, LedgerRow(**entry.row.model_dump())
 
 

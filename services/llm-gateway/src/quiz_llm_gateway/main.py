@@ -60,6 +60,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         gateway.set(Gateway(settings, Repository(rt.db), provider, metrics, journal_stream=journal))
         # Release expired holds and refresh the gauges: once now, then every sweep interval.
         rt.add_periodic("sweep", settings.sweep_interval_s, gateway().sweep, run_at_start=True)
+        # This replica's slices of the cap: idle ones returned, the others renewed.
+        rt.add_periodic("cap-slices", settings.cap_slice_keep_s, gateway().slices.keep)
 
     async def on_shutdown(_rt: ServiceRuntime) -> None:
         # A last sweep, after the periodic task has stopped: holds released before we go.

@@ -55,6 +55,21 @@ class Reservation(SQLModel, table=True):
     has_person: bool | None = Field(default=None, sa_column=Column(Boolean, nullable=True))
 
 
+class CapLease(SQLModel, table=True):
+    """A slice of a day's cap leased by one replica (issue 24): its amount is in the day's
+    `reserved_micros` until settles move it to `spent_micros` or the replica returns it; a
+    slice past `expires_at` (its replica died) is returned by any replica's sweep."""
+
+    __tablename__ = "cap_leases"
+    __table_args__ = (Index("ix_cap_leases_expires_at", "expires_at"),)
+
+    id: str = Field(sa_column=Column(String(36), primary_key=True))
+    day: date = Field(sa_column=Column(Date, nullable=False))
+    amount_micros: int = Field(sa_column=Column(BigInteger, nullable=False))
+    created_at: float = Field(sa_column=Column(Double, nullable=False))
+    expires_at: float = Field(sa_column=Column(Double, nullable=False))
+
+
 class LedgerEntry(SQLModel, table=True):
     """One row per provider attempt or refusal: who, why, which model, tokens, cost, outcome."""
 

@@ -43,6 +43,7 @@ class Reports:
         configured: bool,
         clock: Callable[[], float],
         monotonic: Callable[[], float],
+        local_holds: Callable[[date], list[HeldRow]] = lambda _day: [],
     ) -> None:
         self.repo = repo
         self.metrics = metrics
@@ -53,6 +54,8 @@ class Reports:
         self.configured = configured
         self.clock = clock
         self.monotonic = monotonic
+        # This replica's holds against its slice of the cap (in memory, not rows: issue 24).
+        self.local_holds = local_holds
 
     def today(self) -> date:
         """The budget day now."""
@@ -99,7 +102,7 @@ class Reports:
         spent = totals.spent_micros if totals else 0
         reserved = totals.reserved_micros if totals else 0
         by_purpose = by_purpose_totals(await self.repo.spend(day))
-        held = by_purpose_held(await self.repo.held(day))
+        held = by_purpose_held([*await self.repo.held(day), *self.local_holds(day)])
         payer_spend = None
         if billed_to is not None:
             payer_spend = {

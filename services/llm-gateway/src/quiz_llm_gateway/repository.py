@@ -10,7 +10,8 @@ from sqlalchemy import Connection, Table, case, delete, func, select, update
 from sqlalchemy import exc as sa_exc
 
 from quiz_llm_gateway.domain.ratelimit import RateDecision, decide
-from quiz_llm_gateway.models import BudgetDay, LedgerEntry, RateEvent, Reservation
+from quiz_llm_gateway.domain.slices import SliceSizing
+from quiz_llm_gateway.models import BudgetDay, CapLease, LedgerEntry, RateEvent, Reservation
 from quiz_servicekit.db import Database, after_commit, read_only, transaction
 
 # The Core tables behind the SQLModel classes (SQLModel declares __table__ only at runtime).
@@ -18,6 +19,7 @@ BUDGET: Table = BudgetDay.__table__  # type: ignore[attr-defined]
 RESERVATIONS: Table = Reservation.__table__  # type: ignore[attr-defined]
 LEDGER: Table = LedgerEntry.__table__  # type: ignore[attr-defined]
 RATE: Table = RateEvent.__table__  # type: ignore[attr-defined]
+LEASES: Table = CapLease.__table__  # type: ignore[attr-defined]
 
 SWEEP_BATCH = 200
 # What a database that cannot be reached raises (refused, reset, locked, pool exhausted): a
@@ -64,13 +66,40 @@ HOT_SQL: dict[str, str] = {
         "spent_micros = spent_micros + :cost WHERE day = :day"
     ),
     "ledger": _LEDGER_INSERT,
+    # PostgreSQL only: the settle of a call held in a slice as one statement (_settle_in).
+    "settle_sliced": (
+        "WITH ins AS (" + _LEDGER_INSERT + " ON CONFLICT (call_id, attempt) DO NOTHING "  # noqa: S608
+        "RETURNING 1), "
+        "lease AS (UPDATE cap_leases SET amount_micros = amount_micros - :lease_cost "
+        "WHERE id = :lease_id AND amount_micros >= :lease_cost AND EXISTS (SELECT 1 FROM ins) "
+        "RETURNING 1) "
+        "UPDATE budget_days SET reserved_micros = reserved_micros - "
+        "CASE WHEN EXISTS (SELECT 1 FROM lease) THEN :lease_cost ELSE 0 END, "
+        "spent_micros = spent_micros + :cost_micros "
+        "WHERE day = :hold_day AND EXISTS (SELECT 1 FROM ins)"
+    ),
     # A settle may be written twice (a replayed journal entry, a commit whose answer was
     # lost): the second is a no-op, keyed by (call_id, attempt).
     "ledger_once": _LEDGER_INSERT + " ON CONFLICT (call_id, attempt) DO NOTHING",
     "rate_lock": "SELECT pg_advisory_xact_lock(hashtextextended(:key, 0))",
-    "rate_prune": "DELETE FROM rate_events WHERE key = :key AND at <= :before",
-    "rate_times": "SELECT at FROM rate_events WHERE key = :key",
+    # Events that left the window are not read (the sweep deletes them): one statement less
+    # per call than pruning the key first.
+    "rate_times": "SELECT at FROM rate_events WHERE key = :key AND at > :since",
     "rate_insert": "INSERT INTO rate_events (key, at) VALUES (:key, :at)",
+    # The count and the insert in one statement (under the key's lock): a call admitted by its
+    # rate alone is one round trip.
+    "rate_admit": (
+        "INSERT INTO rate_events (key, at) SELECT CAST(:key AS VARCHAR(300)), "
+        "CAST(:at AS DOUBLE PRECISION) WHERE "
+        "(SELECT COUNT(*) FROM rate_events WHERE key = :key AND at > :since) < :limit"
+    ),
+    # Issue 24: the rate-only transaction does not wait for its WAL flush (admit_rates), set
+    # in the round trip of the first key's lock.
+    "async_commit": "SELECT set_config('synchronous_commit', 'off', true)",
+    "rate_lock_async": (
+        "SELECT set_config('synchronous_commit', 'off', true), "
+        "pg_advisory_xact_lock(hashtextextended(:key, 0))"
+    ),
     "idem_expire": "DELETE FROM idempotency_keys WHERE key = :key AND expires_at < :now",
     "idem_claim": (
         "INSERT INTO idempotency_keys (key, digest, call_id, reply, created_at, expires_at) "
@@ -87,6 +116,32 @@ HOT_SQL: dict[str, str] = {
     ),
     "idem_forget": "DELETE FROM idempotency_keys WHERE key = :key AND call_id = :call_id",
     "idem_prune": "DELETE FROM idempotency_keys WHERE expires_at < :now",
+    # Slices of the cap (issue 24): a lease row's amount is part of the day's reserved_micros.
+    "day_row": "SELECT spent_micros, reserved_micros FROM budget_days WHERE day = :day",
+    "lease_lock": "SELECT id FROM cap_leases WHERE id = :id",
+    "lease_insert": (
+        "INSERT INTO cap_leases (id, day, amount_micros, created_at, expires_at) "
+        "VALUES (:id, :day, :amount, :now, :expires_at)"
+    ),
+    "lease_grow": (
+        "UPDATE cap_leases SET amount_micros = amount_micros + :amount, "
+        "expires_at = CASE WHEN expires_at < :expires_at THEN :expires_at ELSE expires_at END "
+        "WHERE id = :id"
+    ),
+    "lease_renew": (
+        "UPDATE cap_leases SET expires_at = :expires_at WHERE id = :id AND expires_at < :expires_at"
+    ),
+    "lease_spend": (
+        "UPDATE cap_leases SET amount_micros = amount_micros - :amount "
+        "WHERE id = :id AND amount_micros >= :amount"
+    ),
+    "lease_drop": "DELETE FROM cap_leases WHERE id = :id RETURNING day, amount_micros",
+    "lease_expire": (
+        "DELETE FROM cap_leases WHERE id = :id AND expires_at < :now RETURNING day, amount_micros"
+    ),
+    "unreserve": (
+        "UPDATE budget_days SET reserved_micros = reserved_micros - :amount WHERE day = :day"
+    ),
 }
 
 
@@ -117,11 +172,17 @@ class LedgerRow:
 
 @dataclass(frozen=True, slots=True)
 class Held:
-    """A reservation this replica holds: what settle needs to release it."""
+    """A hold this replica made: what settle needs to release it.
+
+    `lease_id` None: a `reservations` row of its own (admitted in its own transaction). Else a
+    hold against this replica's slice `lease_id` (in memory): its settle moves the cost from
+    the lease row to the day's spend.
+    """
 
     id: str
     day: date
     amount_micros: int
+    lease_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,9 +196,12 @@ class RateKey:
 
 @dataclass(frozen=True, slots=True)
 class AdmitArgs:
-    """One admission: the hold to make, the call, the rate key, the refusal row to write."""
+    """One admission: the hold to make, the call, the rate key, the refusal row to write.
 
-    held: Held
+    `held` None: only the rate check (the call's hold was taken from this replica's slice).
+    """
+
+    held: Held | None
     call_id: str
     request_id: str | None
     purpose: str
@@ -236,7 +300,7 @@ class Repository:
         self,
         conn: Connection,
         *,
-        held: Held,
+        held: Held | None,
         call_id: str,
         request_id: str | None,
         purpose: str,
@@ -291,6 +355,7 @@ class Repository:
                 conn.exec_driver_sql(q["ledger"], self._ledger_params(row))
                 return Admission(False, "rate_limited", decision.retry_after_s)
         held = a.held
+        assert held is not None, "a hold to make: rate-only admissions are admit_rates"
         self._ensure_day(conn, held.day, a.cap_micros)
         # One conditional UPDATE: the row lock (PG) or the writer lock (SQLite) makes the
         # check and the increment one atomic step across every replica. Never shrunk to fit.
@@ -321,14 +386,50 @@ class Repository:
         after_commit(conn, lambda: self._days_created.add(held.day))
         return Admission(True)
 
+    @transaction
+    def admit_rates(self, conn: Connection, batch: list[AdmitArgs]) -> list[Admission]:
+        """The per-person rate check alone, for calls held in this replica's slice of the cap
+        (issue 24): each admitted call's event inserted, each refused one's ledger row written.
+
+        On PostgreSQL every key's advisory lock is taken first, in sorted order (exact across
+        replicas, no cycle), and the transaction commits with `synchronous_commit = off`: it
+        is visible to every other transaction at once (the count stays exact), only its
+        durability waits for the WAL writer (≤ 3 × wal_writer_delay). A server crash in that
+        window forgets those rate events — a person may get that many calls more in the
+        minute, never money: no hold is in this transaction. (SQLite's WAL with
+        `synchronous=NORMAL` commits that way already.)
+        """
+        q = self._q
+        if self.db.dialect == "postgresql":
+            keys = sorted({a.rate.key for a in batch if a.rate is not None})
+            if not keys:
+                conn.exec_driver_sql(q["async_commit"])
+            for i, key in enumerate(keys):
+                conn.exec_driver_sql(q["rate_lock_async" if i == 0 else "rate_lock"], {"key": key})
+        return [self._admit_rate_in(conn, a) for a in batch]
+
+    def _admit_rate_in(self, conn: Connection, a: AdmitArgs) -> Admission:
+        if a.rate is None:
+            return Admission(True)
+        rate, q = a.rate, self._q
+        params = {"key": rate.key, "at": a.now, "since": a.now - rate.window_s}
+        if conn.exec_driver_sql(q["rate_admit"], {**params, "limit": rate.limit}).rowcount == 1:
+            return Admission(True)
+        times = [t for (t,) in conn.exec_driver_sql(q["rate_times"], params)]
+        decision = decide(times, rate.limit, a.now, rate.window_s)
+        row = replace(a.refusal, error_code="rate_limited")
+        conn.exec_driver_sql(q["ledger"], self._ledger_params(row))
+        return Admission(False, "rate_limited", decision.retry_after_s)
+
     def _rate_check(self, conn: Connection, rate: RateKey, now: float) -> RateDecision:
         """Sliding log: fewer than `limit` events in (now - window, now] admits one more."""
         q = self._q
         if self.db.dialect == "postgresql":
             # Serialises the count-then-insert of one key across replicas.
             conn.exec_driver_sql(q["rate_lock"], {"key": rate.key})
-        conn.exec_driver_sql(q["rate_prune"], {"key": rate.key, "before": now - rate.window_s})
-        times = [t for (t,) in conn.exec_driver_sql(q["rate_times"], {"key": rate.key})]
+        since = now - rate.window_s
+        params = {"key": rate.key, "since": since}
+        times = [t for (t,) in conn.exec_driver_sql(q["rate_times"], params)]
         return decide(times, rate.limit, now, rate.window_s)
 
     @transaction
@@ -343,16 +444,50 @@ class Repository:
     @transaction
     def settle_many(self, conn: Connection, entries: list[tuple[Held | None, LedgerRow]]) -> None:
         """Several settles in one transaction (group commit), in day order so that two
-        writers' batches never wait on each other's day rows in opposite orders."""
+        writers' batches never wait on each other's day rows in opposite orders.
+
+        On PostgreSQL the batch's lease rows are locked first, in id order, before any day row:
+        a per-call settle earlier in the batch would otherwise take the day row before a slice's
+        lease row, the opposite of a lease, a return or an expiry of that slice (a deadlock).
+        """
+        leases = sorted({h.lease_id for h, _ in entries if h is not None and h.lease_id})
+        if leases and self.db.dialect == "postgresql":
+            for lease_id in leases:
+                conn.exec_driver_sql(self._q["lease_lock"] + " FOR UPDATE", {"id": lease_id})
         for held, row in sorted(entries, key=lambda e: (e[0] or e[1]).day):
             self._settle_in(conn, held, row)
 
     def _settle_in(self, conn: Connection, held: Held | None, row: LedgerRow) -> None:
         q = self._q
+        if (
+            held is not None
+            and held.lease_id is not None
+            and row.cost_micros
+            and self.db.dialect == "postgresql"
+        ):
+            # The same three steps as below in one round trip (issue 24): PostgreSQL's
+            # data-modifying CTEs, in the order of every other writer (lease row, day row).
+            self._ensure_day(conn, held.day, 0)
+            params = self._ledger_params(row)
+            params.update(
+                lease_id=held.lease_id,
+                lease_cost=min(row.cost_micros, held.amount_micros),
+                hold_day=held.day,
+            )
+            conn.exec_driver_sql(q["settle_sliced"], params)
+            return
         if conn.exec_driver_sql(q["ledger_once"], self._ledger_params(row)).rowcount != 1:
             return
         released = 0
-        if held is not None:
+        if held is not None and held.lease_id is not None:
+            # The cost leaves the slice for the spend; the rest of the hold stays in the slice
+            # (free for the replica's next call). A slice already returned or expired gave its
+            # amount back then: never release twice.
+            cost = min(row.cost_micros, held.amount_micros)
+            params = {"id": held.lease_id, "amount": cost}
+            gone = conn.exec_driver_sql(q["lease_spend"], params) if cost else None
+            released = cost if gone is not None and gone.rowcount == 1 else 0
+        elif held is not None:
             gone = conn.exec_driver_sql(q["unhold"], {"id": held.id})
             # A hold the sweep already expired was released there: never release twice.
             released = held.amount_micros if gone.rowcount == 1 else 0
@@ -363,6 +498,127 @@ class Repository:
                 q["settle"],
                 {"released": released, "cost": row.cost_micros, "day": self.db.date_param(day)},
             )
+
+    # -- slices of the cap (issue 24) -----------------------------------------------------------
+
+    @transaction
+    def lease_slice(
+        self,
+        conn: Connection,
+        *,
+        lease_id: str,
+        exists: bool,
+        day: date,
+        cap_micros: int,
+        worst_micros: int,
+        sizing: SliceSizing,
+        now: float,
+        expires_at: float,
+    ) -> int | None:
+        """Reserve a slice of `day`'s remaining cap for lease `lease_id` (grown when `exists`,
+        else created): `sizing.size(cap - spent - reserved, worst_micros)`, never more than
+        remains. Returns the micro-USD reserved (0: too little left, admit the call on its
+        own), or None when the lease row is gone (expired and returned by a sweep).
+
+        The day row is read under its lock (PostgreSQL `FOR UPDATE`; SQLite's writer lock) and
+        the reservation is still the conditional UPDATE of a hold: the invariant
+        `spent + reserved <= cap` holds whatever runs concurrently.
+        """
+        q = self._q
+        lock = " FOR UPDATE" if self.db.dialect == "postgresql" else ""
+        # The lease row first, then the day row: the order of every settle, return and expiry
+        # (a settle batch of this replica runs beside this transaction; the opposite order
+        # would be a deadlock).
+        if (
+            exists
+            and conn.exec_driver_sql(q["lease_lock"] + lock, {"id": lease_id}).first() is None
+        ):
+            return None
+        self._ensure_day(conn, day, cap_micros)
+        d = self.db.date_param(day)
+        row = conn.exec_driver_sql(q["day_row"] + lock, {"day": d}).first()
+        if row is None:
+            return 0
+        after_commit(conn, lambda: self._days_created.add(day))
+        size = sizing.size(cap_micros - int(row[0]) - int(row[1]), worst_micros)
+        if size <= 0:
+            return 0
+        params = {"id": lease_id, "amount": size, "expires_at": expires_at}
+        if exists:
+            if conn.exec_driver_sql(q["lease_grow"], params).rowcount != 1:
+                return None
+        else:
+            conn.exec_driver_sql(q["lease_insert"], {**params, "day": d, "now": now})
+        reserved = conn.exec_driver_sql(q["reserve"], {"w": size, "cap": cap_micros, "day": d})
+        if reserved.rowcount != 1:  # cannot happen under the row lock; roll the lease back
+            raise RuntimeError("the day row changed under its lock")
+        return size
+
+    @transaction
+    def renew_lease(self, conn: Connection, lease_id: str, expires_at: float) -> bool:
+        """Extend lease `lease_id` to `expires_at`; False when it is gone (a sweep returned it)."""
+        params = {"id": lease_id, "expires_at": expires_at}
+        if conn.exec_driver_sql(self._q["lease_renew"], params).rowcount == 1:
+            return True
+        return conn.execute(select(LEASES.c.id).where(LEASES.c.id == lease_id)).first() is not None
+
+    @transaction
+    def return_lease(
+        self, conn: Connection, lease_id: str, day: date, amount_micros: int, *, drop: bool
+    ) -> int:
+        """Give back `amount_micros` of lease `lease_id` (its free part), or with `drop` the
+        whole row (no hold in flight: what the row holds, which a journaled settle may not have
+        taken off yet — its replay then finds the lease gone and only adds the spend).
+        Returns the micro-USD released from the day's reserved."""
+        q = self._q
+        if drop:
+            row = conn.exec_driver_sql(q["lease_drop"], {"id": lease_id}).first()
+            if row is None:
+                return 0
+            amount_micros = int(row[1])
+        elif (
+            amount_micros <= 0
+            or (
+                conn.exec_driver_sql(q["lease_spend"], {"id": lease_id, "amount": amount_micros})
+            ).rowcount
+            != 1
+        ):
+            return 0
+        if amount_micros:
+            conn.exec_driver_sql(
+                q["unreserve"], {"amount": amount_micros, "day": self.db.date_param(day)}
+            )
+        return amount_micros
+
+    @transaction
+    def release_expired_leases(self, conn: Connection, now: float) -> int:
+        """Return slices whose replica stopped renewing them (killed, partitioned): their whole
+        amount goes back to the day. Returns how many."""
+        ids = conn.execute(
+            select(LEASES.c.id).where(LEASES.c.expires_at < now).limit(SWEEP_BATCH)
+        ).all()
+        released = 0
+        for (lease_id,) in ids:
+            row = conn.exec_driver_sql(self._q["lease_expire"], {"id": lease_id, "now": now})
+            gone = row.first()
+            if gone is None:
+                continue
+            amount = int(gone[1])
+            if amount:
+                day = gone[0] if isinstance(gone[0], date) else date.fromisoformat(str(gone[0]))
+                conn.exec_driver_sql(
+                    self._q["unreserve"], {"amount": amount, "day": self.db.date_param(day)}
+                )
+            released += 1
+        return released
+
+    @read_only
+    def leases(self, conn: Connection) -> list[tuple[str, int, float]]:
+        """Every lease row: (id, amount micro-USD, expires_at) (tests and the admin view)."""
+        rows = conn.execute(
+            select(LEASES.c.id, LEASES.c.amount_micros, LEASES.c.expires_at).order_by(LEASES.c.id)
+        ).all()
+        return [(str(i), int(a), float(e)) for i, a, e in rows]
 
     @transaction
     def claim_request(

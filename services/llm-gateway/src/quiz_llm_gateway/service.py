@@ -15,7 +15,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 from datetime import UTC, date, datetime
-from typing import Any
+from typing import Any, NoReturn
 
 from quiz_contracts.errors import ContractError, ErrorCode
 from quiz_contracts.llm import (
@@ -49,15 +49,24 @@ from quiz_llm_gateway.domain.pricing import (
     with_snapshots,
     worst_case_micros,
 )
+from quiz_llm_gateway.domain.slices import SliceSizing
 from quiz_llm_gateway.journal import SettleJournal
+from quiz_llm_gateway.leases import CapSlices
 from quiz_llm_gateway.ledger import Ledger
 from quiz_llm_gateway.metrics import GatewayMetrics
 from quiz_llm_gateway.provider import ProviderReply
 from quiz_llm_gateway.provider_calls import Provider, ProviderCalls, ProviderFailure
 from quiz_llm_gateway.reports import Reports
-from quiz_llm_gateway.repository import AdmitArgs, Held, RateKey, Repository, is_outage
+from quiz_llm_gateway.repository import (
+    Admission,
+    AdmitArgs,
+    Held,
+    RateKey,
+    Repository,
+    is_outage,
+)
 from quiz_llm_gateway.stream_journal import StreamJournal
-from quiz_llm_gateway.writer import AdmitWriter
+from quiz_llm_gateway.writer import AdmitWriter, RateWriter
 from quiz_servicekit.singleflight import SingleFlight
 
 log = logging.getLogger(__name__)
@@ -120,12 +129,24 @@ class Gateway:
             configured=provider is not None,
             clock=clock,
             monotonic=monotonic,
+            local_holds=lambda day: self.slices.held_rows(day),
         )
         self._single = SingleFlight[CompleteReply](settings.idempotency_ttl_s, monotonic)
         # Request ids whose call failed while the database was away (key -> call id): released
         # at the next sweep, not left to expire (deadline + grace) while their callers repeat.
         self._unreleased: dict[str, str] = {}
         self._admissions = AdmitWriter(repo)
+        self._rates = RateWriter(repo)
+        self.slices = CapSlices(
+            repo,
+            SliceSizing(
+                settings.cap_slice_calls, settings.cap_slice_share, settings.cap_slice_min_calls
+            ),
+            cap_micros=self.cap_micros,
+            ttl_s=settings.cap_slice_ttl_s,
+            idle_s=settings.cap_slice_idle_s,
+            clock=clock,
+        )
 
     @staticmethod
     def check_settings(settings: Settings) -> None:
@@ -355,7 +376,10 @@ class Gateway:
                 requests=e.requests,
                 latency_s=self.monotonic() - began,
             )
-            await self.ledger.settle(held, row)
+            try:
+                await self.ledger.settle(held, row)
+            finally:
+                self.slices.settled(held, 0)
             raise ContractError(ErrorCode.llm_failed, str(e), retry_after_s=e.retry_after_s) from e
         # From here the provider was paid: every path settles before it answers or raises.
         cost = call.add(reply.input_tokens, reply.output_tokens)
@@ -372,7 +396,11 @@ class Gateway:
             latency_s=self.monotonic() - began,
             error_code=None if outcome in ("ok", "unreadable") else ErrorCode.llm_failed.value,
         )
-        await self.ledger.settle(held, row)
+        try:
+            await self.ledger.settle(held, row)
+        finally:
+            # Durable (database or journal): the cost leaves this replica's slice too.
+            self.slices.settled(held, cost)
         purpose = call.request.purpose.value
         m = self.metrics
         m.child(m.cost, purpose, call.model).inc(float(usd(cost)))
@@ -419,10 +447,19 @@ class Gateway:
         """Hold the attempt's worst case (`worst_micros`) under the cap, or refuse."""
         req = call.request
         await self._know_database()
-        held = Held(new_id(), budget_day(datetime.fromtimestamp(now, UTC)), worst_micros)
+        day = budget_day(datetime.fromtimestamp(now, UTC))
         remaining = max(deadline - self.monotonic(), 0.0)
-        admission = await self._admissions.submit(
-            AdmitArgs(
+        expires_at = now + remaining + self.settings.reservation_grace_s
+        # The second attempt is the same call: it does not count against the person twice.
+        rate = self._rate_key(req) if attempt == 1 else None
+        # The review night reads its calls in flight from their reservation rows
+        # (held_by_purpose, ADR-060 §5): its calls keep a row of their own.
+        night = req.purpose is Purpose.review and req.user is None
+        tag = (req.purpose.value, req.user is not None)
+        sliced = None if night else await self.slices.hold(day, worst_micros, expires_at, tag)
+
+        def admit(held: Held | None) -> AdmitArgs:
+            return AdmitArgs(
                 held=held,
                 call_id=call.call_id,
                 request_id=req.request_id,
@@ -430,15 +467,33 @@ class Gateway:
                 has_person=req.user is not None,
                 cap_micros=self.cap_micros,
                 now=now,
-                expires_at=now + remaining + self.settings.reservation_grace_s,
-                # The second attempt is the same call: it does not count against the person
-                # twice.
-                rate=self._rate_key(req) if attempt == 1 else None,
+                expires_at=expires_at,
+                rate=rate,
                 refusal=call.ledger_row(attempt=0, outcome="refused", now=now),
             )
-        )
+
+        if sliced is not None:
+            if rate is None:
+                return sliced  # no transaction before the provider request
+            # The per-person limit stays exact across replicas (docs: Per-person limits): its
+            # own short transaction, without the day row, not waiting for a WAL flush.
+            try:
+                admission = await self._rates.submit(admit(None))
+            except BaseException:
+                self.slices.dropped(sliced)  # not admitted (database away, cancelled)
+                raise
+            if admission.admitted:
+                return sliced
+            self.slices.dropped(sliced)
+            self._refused(req, admission)
+        held = Held(new_id(), day, worst_micros)
+        admission = await self._admissions.submit(admit(held))
         if admission.admitted:
             return held
+        self._refused(req, admission)
+
+    def _refused(self, req: CompleteRequest, admission: Admission) -> NoReturn:
+        """Raise the refusal of an admission: `rate_limited` with its wait, else the cap."""
         code = ErrorCode(admission.refused or ErrorCode.llm_budget_exhausted)
         if code is ErrorCode.rate_limited:
             raise ContractError(
@@ -492,7 +547,9 @@ class Gateway:
         When the database is away the journal keeps its entries for the next start's replay.
         """
         await self.ledger.drain()
+        await self.slices.close()
         await self._admissions.close()
+        await self._rates.close()
         try:
             await self.sweep()
         except Exception:
@@ -519,6 +576,9 @@ class Gateway:
         released = await self.repo.release_expired(self.clock())
         if released:
             log.warning("released %d expired reservation(s)", released)
+        returned = await self.repo.release_expired_leases(self.clock())
+        if returned:
+            log.warning("returned %d expired cap slice(s) (their replica stopped)", returned)
         await self.repo.prune_rate_events(self.clock() - self.settings.rate_window_s)
         await self.repo.prune_requests(self.clock())
         await self.reports.refresh_gauges()

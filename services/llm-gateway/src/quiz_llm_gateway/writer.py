@@ -1,4 +1,4 @@
-"""The gateway's group-commit writers (issue 10, performance): admissions and settles.
+"""The gateway's group-commit writers (issue 10, performance): admissions, rate checks, settles.
 
 Each is a `quiz_servicekit.group_commit.GroupCommit` over the repository: calls hand their
 write to the writer and wait for its result; writes arriving while a transaction runs go
@@ -31,6 +31,13 @@ class SettleWriter(GroupCommit[SettleEntry, None]):
     async def settle(self, held: Held | None, row: LedgerRow) -> None:
         """Write one settle; returns once it committed."""
         await self.submit((held, row))
+
+
+class RateWriter(GroupCommit[AdmitArgs, Admission]):
+    """Rate checks of calls held in this replica's slice of the cap (issue 24), in batches."""
+
+    def __init__(self, repo: Repository) -> None:
+        super().__init__("rate", repo.admit_rates)
 
 
 class AdmitWriter(GroupCommit[AdmitArgs, Admission]):

@@ -61,6 +61,12 @@ class Rig:
         return value or 0.0
 
 
+async def leased(repo: Repository) -> int:
+    """Micro-USD the replicas' slices of the cap hold (issue 24): what `reserved_micros` still
+    counts once every call is settled — free capacity of a replica, no call's hold."""
+    return sum(amount for _, amount, _ in await repo.leases())
+
+
 @pytest.fixture
 async def migrated_url(database_url: str) -> str:
     await asyncio.to_thread(upgrade, database_url, MIGRATIONS)

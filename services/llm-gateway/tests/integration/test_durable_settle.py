@@ -36,7 +36,7 @@ from quiz_testkit.anthropic_stub import AnthropicStub, StubReply
 from quiz_testkit.nats_server import nats_connect
 from quiz_testkit.tcp_proxy import TcpProxy
 
-from .conftest import HandClock, gateway_settings
+from .conftest import NOON, HandClock, gateway_settings, leased
 from .test_gateway import request
 
 
@@ -145,7 +145,12 @@ async def test_a_settle_survives_a_stop_while_the_database_refuses(
     repo = Repository(Database(migrated_url, threads=2))
     try:
         assert await repo.ledger_rows(call_id=reply.call_id) == []  # only the journal has it
-        restarted, db2, provider2 = build_gateway(migrated_url, anthropic_stub, journal)
+        # The stopped replica could not return its slice of the cap (issue 24): a sweep
+        # returns it once it expires — the restarted replica's, started after that.
+        later = HandClock(NOON + gateway.settings.cap_slice_ttl_s + 1)
+        restarted, db2, provider2 = build_gateway(
+            migrated_url, anthropic_stub, journal, clock=later
+        )
         await restarted.sweep()  # what the service runs at start
         [ledger] = await repo.ledger_rows(call_id=reply.call_id)
         assert ledger["outcome"] == "ok" and ledger["cost_micros"] == row.cost_micros
@@ -183,7 +188,7 @@ async def test_every_path_after_the_answer_settles(make_rig: Any, depth: int) ->
     assert info.value.code is ErrorCode.llm_failed
     assert len(rig.stub.requests) == 1
     totals = await rig.repo.day_totals(rig.gateway.today())
-    assert totals is not None and totals.reserved_micros == 0
+    assert totals is not None and totals.reserved_micros == await leased(rig.repo)
     [row] = await rig.repo.ledger_rows()
     assert row["outcome"] == "error" and row["error_code"] == "llm_failed"
     assert totals.spent_micros == row["cost_micros"] == 10 * 3 + 10 * 15
@@ -244,7 +249,7 @@ async def test_a_database_outage_answers_unavailable_never_internal(
     await gateway.sweep()  # what was journaled during the outage lands
     totals = await gateway.repo.day_totals(gateway.today())
     ledger = await gateway.repo.ledger_rows()
-    assert totals is not None and totals.reserved_micros == 0
+    assert totals is not None and totals.reserved_micros == await leased(gateway.repo)
     assert totals.spent_micros == sum(r["cost_micros"] for r in ledger)
     assert sum(r["outcome"] == "ok" for r in ledger) == answers.count(("before", "ok")) + sum(
         1 for p, o in answers if p != "before" and o == "ok"
@@ -293,7 +298,7 @@ async def test_a_paid_reply_is_answered_when_its_bookkeeping_is_refused(
         [row] = await other.repo.ledger_rows(call_id=reply.call_id)
         assert row["outcome"] == "ok"
         totals = await other.repo.day_totals(other.today())
-        assert totals is not None and totals.reserved_micros == 0
+        assert totals is not None and totals.reserved_micros == await leased(other.repo)
         assert totals.spent_micros == row["cost_micros"]
     finally:
         await other.close()
@@ -432,7 +437,7 @@ async def test_with_jetstream_away_too_the_local_file_keeps_the_settle(
         [row] = await gateway.repo.ledger_rows(call_id=reply.call_id)
         assert row["outcome"] == "ok"
         totals = await gateway.repo.day_totals(gateway.today())
-        assert totals is not None and totals.reserved_micros == 0
+        assert totals is not None and totals.reserved_micros == await leased(gateway.repo)
         assert totals.spent_micros == row["cost_micros"]
         assert gauge(gateway) == 0
     finally:

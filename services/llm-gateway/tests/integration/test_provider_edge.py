@@ -15,6 +15,7 @@ import pytest
 from quiz_contracts.errors import ErrorCode
 from quiz_testkit.anthropic_stub import StubReply
 
+from .conftest import leased
 from .test_gateway import expect_error, request
 
 JSON = {"content-type": "application/json"}
@@ -57,7 +58,7 @@ async def test_a_structured_reply_cut_by_max_tokens_fails_without_a_same_budget_
     assert row["outcome"] == "cut" and row["cost_micros"] == 100 * 3 + 500 * 15
     totals = await rig.repo.day_totals(rig.gateway.today())
     assert totals is not None and totals.spent_micros == row["cost_micros"]
-    assert totals.reserved_micros == 0
+    assert totals.reserved_micros == await leased(rig.repo)
 
 
 async def test_a_free_text_reply_carries_its_stop_reason(make_rig: Any) -> None:
@@ -116,7 +117,11 @@ async def test_junk_replies_release_their_holds_at_once_and_open_the_circuit(
         rig.stub.script(StubReply.raw(200, body, headers=headers))
         await expect_error(rig.gateway.complete(request()), ErrorCode.llm_failed)
     totals = await rig.repo.day_totals(rig.gateway.today())
-    assert totals is not None and totals.reserved_micros == 0 and totals.spent_micros == 0
+    assert (
+        totals is not None
+        and totals.reserved_micros == await leased(rig.repo)
+        and totals.spent_micros == 0
+    )
     rows = await rig.repo.ledger_rows()
     assert [r["outcome"] for r in rows] == ["provider_error"] * 4
     assert all(r["error_code"] == "llm_failed" for r in rows)
@@ -172,7 +177,7 @@ async def test_retry_after_is_clamped(make_rig: Any, retry_after: float) -> None
     assert rig.clock.now - started <= 6, "never past the caller's deadline"
     assert error.retry_after_s is None or 0 <= error.retry_after_s <= 60
     totals = await rig.repo.day_totals(rig.gateway.today())
-    assert totals is not None and totals.reserved_micros == 0
+    assert totals is not None and totals.reserved_micros == await leased(rig.repo)
 
 
 # -- 8. effort ---------------------------------------------------------------------------------

@@ -155,6 +155,8 @@ async def test_two_replicas_never_overspend(backend: str, nats_url: str, tmp_pat
                 text("SELECT COALESCE(SUM(cost_micros), 0), COUNT(*) FROM llm_ledger")
             ).one()
             open_holds = conn.execute(text("SELECT COUNT(*) FROM reservations")).scalar_one()
+            # Both replicas gave their slices of the cap back at shutdown (issue 24).
+            leases = conn.execute(text("SELECT COUNT(*) FROM cap_leases")).scalar_one()
             ok_rows = conn.execute(
                 text("SELECT COUNT(*) FROM llm_ledger WHERE outcome = 'ok'")
             ).scalar_one()
@@ -164,6 +166,6 @@ async def test_two_replicas_never_overspend(backend: str, nats_url: str, tmp_pat
         assert cap == CAP_MICROS
         assert spent <= cap, "overspent"
         assert spent >= 0.95 * cap, "reservations lost or leaked"
-        assert reserved == 0 and open_holds == 0
+        assert reserved == 0 and open_holds == 0 and leases == 0
         assert ledger[0] == spent, "the ledger and the counter agree"
         assert ledger[1] == CALLS and ok_rows == outcomes["ok"]
