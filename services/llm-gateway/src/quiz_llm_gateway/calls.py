@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import secrets
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -22,6 +23,15 @@ _id_counter = itertools.count(1)
 def new_id() -> str:
     """A fresh UUID-shaped id (version 4 bits set) for a call or a hold: 36 characters."""
     return str(uuid.UUID(int=_ID_PREFIX | next(_id_counter), version=4))
+
+
+def time_left_s(req: CompleteRequest, default_s: float, clock: Callable[[], float]) -> float:
+    """Seconds the caller still waits: its `deadline_s` (else `default_s`) from now, cut by its
+    absolute `deadline_at` (≤ 0 once passed)."""
+    left = req.deadline_s or default_s
+    if req.deadline_at is not None:
+        left = min(left, req.deadline_at.timestamp() - clock())
+    return left
 
 
 @dataclass(slots=True)

@@ -157,6 +157,12 @@ class Ledger:
                 raise
             await self.stream.append(entry)  # raises too when NATS is away: the file keeps it
 
+    async def know_database(self) -> None:
+        """Read the database's id once: the JetStream journal's subject (one per database)."""
+        stream = self.stream
+        if stream is not None and stream.database_id is None:
+            stream.database_id = await self.repo.database_id()
+
     def maybe_pending(self) -> bool:
         """Whether a journal may hold entries (as last counted, or journaled since)."""
         stream = self.stream is not None and self.stream.pending > 0

@@ -1,0 +1,145 @@
+"""Admission of one attempt: the per-person rate, then a hold under the day's cap, or a refusal.
+
+A hold comes from this replica's slice of the cap (`leases.py`) when it covers the attempt,
+its rate checked in a short transaction of its own (`RateWriter`); else the attempt is admitted
+on its own in the database (`AdmitWriter`: rate, hold on the day row, or the refusal's ledger
+row). A refusal raises `rate_limited` (with its wait) or `llm_budget_exhausted`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import NoReturn
+
+from quiz_contracts.errors import ContractError, ErrorCode
+from quiz_contracts.llm import CompleteRequest, Purpose
+from quiz_llm_gateway.calls import CallRecord, new_id
+from quiz_llm_gateway.config import Settings
+from quiz_llm_gateway.domain.days import budget_day
+from quiz_llm_gateway.domain.pricing import usd
+from quiz_llm_gateway.domain.slices import SliceSizing
+from quiz_llm_gateway.leases import CapSlices
+from quiz_llm_gateway.ledger import Ledger
+from quiz_llm_gateway.repository import Admission, AdmitArgs, Held, RateKey, Repository
+from quiz_llm_gateway.writer import AdmitWriter, RateWriter
+
+
+class Admissions:
+    """Holds attempts' worst cases under the cap and the per-person limits, or refuses them."""
+
+    def __init__(
+        self,
+        repo: Repository,
+        ledger: Ledger,
+        settings: Settings,
+        *,
+        cap_micros: int,
+        limits: dict[str, int],
+        clock: Callable[[], float],
+        monotonic: Callable[[], float],
+    ) -> None:
+        self.ledger = ledger
+        # This replica's slices of the cap (issue 24): a hold comes from them when they cover it.
+        self.slices = CapSlices(
+            repo,
+            SliceSizing(
+                settings.cap_slice_calls, settings.cap_slice_share, settings.cap_slice_min_calls
+            ),
+            cap_micros=cap_micros,
+            ttl_s=settings.cap_slice_ttl_s,
+            idle_s=settings.cap_slice_idle_s,
+            clock=clock,
+        )
+        self.cap_micros = cap_micros
+        self.limits = limits
+        self.settings = settings
+        self.clock = clock
+        self.monotonic = monotonic
+        self._admissions = AdmitWriter(repo)
+        self._rates = RateWriter(repo)
+
+    async def admit(
+        self, call: CallRecord, attempt: int, worst_micros: int, deadline: float, now: float
+    ) -> Held:
+        """Hold the attempt's worst case (`worst_micros`) under the cap, or refuse."""
+        req = call.request
+        await self.ledger.know_database()
+        day = budget_day(datetime.fromtimestamp(now, UTC))
+        remaining = max(deadline - self.monotonic(), 0.0)
+        expires_at = now + remaining + self.settings.reservation_grace_s
+        # The second attempt is the same call: it does not count against the person twice.
+        rate = self._rate_key(req) if attempt == 1 else None
+        # The review night reads its calls in flight from their reservation rows
+        # (held_by_purpose, ADR-060 §5): its calls keep a row of their own.
+        night = req.purpose is Purpose.review and req.user is None
+        tag = (req.purpose.value, req.user is not None)
+        sliced = None if night else await self.slices.hold(day, worst_micros, expires_at, tag)
+
+        def admit(held: Held | None) -> AdmitArgs:
+            return AdmitArgs(
+                held=held,
+                call_id=call.call_id,
+                request_id=req.request_id,
+                purpose=req.purpose.value,
+                has_person=req.user is not None,
+                cap_micros=self.cap_micros,
+                now=now,
+                expires_at=expires_at,
+                rate=rate,
+                refusal=call.ledger_row(attempt=0, outcome="refused", now=now),
+            )
+
+        if sliced is not None:
+            if rate is None:
+                return sliced  # no transaction before the provider request
+            # The per-person limit stays exact across replicas (docs: Per-person limits): its
+            # own short transaction, without the day row, not waiting for a WAL flush.
+            try:
+                admission = await self._rates.submit(admit(None))
+            except BaseException:
+                self.slices.dropped(sliced)  # not admitted (database away, cancelled)
+                raise
+            if admission.admitted:
+                return sliced
+            self.slices.dropped(sliced)
+            self._refused(req, admission)
+        held = Held(new_id(), day, worst_micros)
+        admission = await self._admissions.submit(admit(held))
+        if admission.admitted:
+            return held
+        self._refused(req, admission)
+
+    def _refused(self, req: CompleteRequest, admission: Admission) -> NoReturn:
+        """Raise the refusal of an admission: `rate_limited` with its wait, else the cap."""
+        code = ErrorCode(admission.refused or ErrorCode.llm_budget_exhausted)
+        if code is ErrorCode.rate_limited:
+            raise ContractError(
+                code,
+                f"more than {self.limits[req.purpose.value]} {req.purpose.value} calls "
+                f"per {self.settings.rate_window_s:g} s",
+                retry_after_s=round(admission.retry_after_s or 0.0, 3),
+            )
+        raise ContractError(
+            code, f"the daily LLM cap ({usd(self.cap_micros)} USD) cannot cover this call"
+        )
+
+    def _rate_key(self, req: CompleteRequest) -> RateKey | None:
+        """Per (person, purpose); scheduled work with nobody to bill has no per-person limit."""
+        person = req.user if req.user is not None else req.billed_to
+        limit = self.limits.get(req.purpose.value, 0)
+        if person is None or limit <= 0:
+            return None
+        return RateKey(f"{req.purpose.value}:{person}", limit, self.settings.rate_window_s)
+
+    async def refuse(self, call: CallRecord, code: ErrorCode) -> None:
+        """The ledger row of a call refused before any hold."""
+        row = call.ledger_row(attempt=0, outcome="refused", now=self.clock(), error_code=code.value)
+        await self.ledger.record(row)
+
+    async def close(self) -> None:
+        """At stop: return the slices, stop the admission and rate writers (writes still in
+        hand fail, cancelled)."""
+        await self.slices.close()
+        await self._admissions.close()
+        await self._rates.close()
