@@ -262,13 +262,9 @@ class SpendRow:
     cost_micros: int
 
 
-class Repository:
-    """The gateway's database: one short transaction per operation, each run whole in a thread.
-
-    On servicekit's Database (a sync engine and a bounded thread pool; docs/llm-gateway.md says
-    why not the async engine). The hot path runs plain driver SQL (`exec_driver_sql`): five
-    times cheaper than compiled Core.
-    """
+class _Tables:
+    """What every group of the gateway's statements shares: the database, the hot statements in
+    the driver's paramstyle, and the days whose budget row is known to exist."""
 
     def __init__(self, db: Database) -> None:
         self.db = db
@@ -294,6 +290,198 @@ class Repository:
         conn.exec_driver_sql(
             self._q["ensure_day"], {"day": self.db.date_param(day), "cap": cap_micros}
         )
+
+
+class CapSliceRows(_Tables):
+    """The replicas' slices of the day's cap (`cap_leases`, migration 0006): leased, renewed,
+    returned, and expired ones given back (docs/llm-gateway.md, "Slices of the cap")."""
+
+    @transaction
+    def lease_slice(
+        self,
+        conn: Connection,
+        *,
+        lease_id: str,
+        exists: bool,
+        day: date,
+        cap_micros: int,
+        worst_micros: int,
+        sizing: SliceSizing,
+        now: float,
+        expires_at: float,
+    ) -> int | None:
+        """Reserve a slice of `day`'s remaining cap for lease `lease_id` (grown when `exists`,
+        else created): `sizing.size(cap - spent - reserved, worst_micros)`, never more than
+        remains. Returns the micro-USD reserved (0: too little left, admit the call on its
+        own), or None when the lease row is gone (expired and returned by a sweep).
+
+        The day row is read under its lock (PostgreSQL `FOR UPDATE`; SQLite's writer lock) and
+        the reservation is still the conditional UPDATE of a hold: the invariant
+        `spent + reserved <= cap` holds whatever runs concurrently.
+        """
+        q = self._q
+        lock = " FOR UPDATE" if self.db.dialect == "postgresql" else ""
+        # The lease row first, then the day row: the order of every settle, return and expiry
+        # (a settle batch of this replica runs beside this transaction; the opposite order
+        # would be a deadlock).
+        if (
+            exists
+            and conn.exec_driver_sql(q["lease_lock"] + lock, {"id": lease_id}).first() is None
+        ):
+            return None
+        self._ensure_day(conn, day, cap_micros)
+        d = self.db.date_param(day)
+        row = conn.exec_driver_sql(q["day_row"] + lock, {"day": d}).first()
+        if row is None:
+            return 0
+        after_commit(conn, lambda: self._days_created.add(day))
+        size = sizing.size(cap_micros - int(row[0]) - int(row[1]), worst_micros)
+        if size <= 0:
+            return 0
+        params = {"id": lease_id, "amount": size, "expires_at": expires_at}
+        if exists:
+            if conn.exec_driver_sql(q["lease_grow"], params).rowcount != 1:
+                return None
+        else:
+            conn.exec_driver_sql(q["lease_insert"], {**params, "day": d, "now": now})
+        reserved = conn.exec_driver_sql(q["reserve"], {"w": size, "cap": cap_micros, "day": d})
+        if reserved.rowcount != 1:  # cannot happen under the row lock; roll the lease back
+            raise RuntimeError("the day row changed under its lock")
+        return size
+
+    @transaction
+    def renew_lease(self, conn: Connection, lease_id: str, expires_at: float) -> bool:
+        """Extend lease `lease_id` to `expires_at`; False when it is gone (a sweep returned it)."""
+        params = {"id": lease_id, "expires_at": expires_at}
+        if conn.exec_driver_sql(self._q["lease_renew"], params).rowcount == 1:
+            return True
+        return conn.execute(select(LEASES.c.id).where(LEASES.c.id == lease_id)).first() is not None
+
+    @transaction
+    def return_lease(
+        self, conn: Connection, lease_id: str, day: date, amount_micros: int, *, drop: bool
+    ) -> int:
+        """Give back `amount_micros` of lease `lease_id` (its free part), or with `drop` the
+        whole row (no hold in flight: what the row holds, which a journaled settle may not have
+        taken off yet — its replay then finds the lease gone and only adds the spend).
+        Returns the micro-USD released from the day's reserved."""
+        q = self._q
+        if drop:
+            row = conn.exec_driver_sql(q["lease_drop"], {"id": lease_id}).first()
+            if row is None:
+                return 0
+            amount_micros = int(row[1])
+        elif (
+            amount_micros <= 0
+            or (
+                conn.exec_driver_sql(q["lease_spend"], {"id": lease_id, "amount": amount_micros})
+            ).rowcount
+            != 1
+        ):
+            return 0
+        if amount_micros:
+            conn.exec_driver_sql(
+                q["unreserve"], {"amount": amount_micros, "day": self.db.date_param(day)}
+            )
+        return amount_micros
+
+    @transaction
+    def release_expired_leases(self, conn: Connection, now: float) -> int:
+        """Return slices whose replica stopped renewing them (killed, partitioned): their whole
+        amount goes back to the day. Returns how many."""
+        ids = conn.execute(
+            select(LEASES.c.id).where(LEASES.c.expires_at < now).limit(SWEEP_BATCH)
+        ).all()
+        released = 0
+        for (lease_id,) in ids:
+            row = conn.exec_driver_sql(self._q["lease_expire"], {"id": lease_id, "now": now})
+            gone = row.first()
+            if gone is None:
+                continue
+            amount = int(gone[1])
+            if amount:
+                day = gone[0] if isinstance(gone[0], date) else date.fromisoformat(str(gone[0]))
+                conn.exec_driver_sql(
+                    self._q["unreserve"], {"amount": amount, "day": self.db.date_param(day)}
+                )
+            released += 1
+        return released
+
+    @read_only
+    def leases(self, conn: Connection) -> list[tuple[str, int, float]]:
+        """Every lease row: (id, amount micro-USD, expires_at) (tests and the admin view)."""
+        rows = conn.execute(
+            select(LEASES.c.id, LEASES.c.amount_micros, LEASES.c.expires_at).order_by(LEASES.c.id)
+        ).all()
+        return [(str(i), int(a), float(e)) for i, a, e in rows]
+
+
+class RequestIdRows(_Tables):
+    """The request ids (`idempotency_keys`): a call's claim, the reply kept for its repeats, the
+    release after a failure, and the pruning of expired ones."""
+
+    @transaction
+    def claim_request(
+        self, conn: Connection, key: str, digest: str, call_id: str, now: float, until: float
+    ) -> Claim:
+        """Take `key` for `call_id` until `until`, unless a live row has it (returned)."""
+        q = self._q
+        conn.exec_driver_sql(q["idem_expire"], {"key": key, "now": now})
+        params = {"key": key, "digest": digest, "call_id": call_id, "now": now, "until": until}
+        if conn.exec_driver_sql(q["idem_claim"], params).rowcount == 1:
+            return Claim(True)
+        row = conn.exec_driver_sql(q["idem_get"], {"key": key}).first()
+        if row is None:  # released between our insert and read: the caller claims again
+            return Claim(False)
+        return Claim(False, str(row[0]), str(row[1]), row[2])
+
+    @read_only
+    def request_row(self, conn: Connection, key: str) -> Claim | None:
+        """The current row of `key`, if any."""
+        row = conn.exec_driver_sql(self._q["idem_get"], {"key": key}).first()
+        return Claim(False, str(row[0]), str(row[1]), row[2]) if row is not None else None
+
+    @transaction
+    def finish_request(
+        self,
+        conn: Connection,
+        key: str,
+        digest: str,
+        call_id: str,
+        reply: str,
+        until: float,
+        now: float,
+    ) -> None:
+        """Keep `call_id`'s reply for `key` until `until`.
+
+        Its claim row is there (the usual case), or was pruned meanwhile (a reply replayed from
+        the journal after a long database outage): then the row is made again with the reply,
+        unless another call holds the key now (that call answers it).
+        """
+        params = {"key": key, "call_id": call_id, "reply": reply, "until": until}
+        if conn.exec_driver_sql(self._q["idem_done"], params).rowcount == 1 or until <= now:
+            return
+        conn.exec_driver_sql(self._q["idem_put"], {**params, "digest": digest, "now": now})
+
+    @transaction
+    def forget_request(self, conn: Connection, key: str, call_id: str) -> None:
+        """Release `key` after `call_id` failed: the request may be asked again."""
+        conn.exec_driver_sql(self._q["idem_forget"], {"key": key, "call_id": call_id})
+
+    @transaction
+    def prune_requests(self, conn: Connection, now: float) -> int:
+        """Forget expired idempotency keys (and the replies they kept)."""
+        return conn.exec_driver_sql(self._q["idem_prune"], {"now": now}).rowcount
+
+
+class Repository(CapSliceRows, RequestIdRows):
+    """The gateway's database: one short transaction per operation, each run whole in a thread.
+
+    On servicekit's Database (a sync engine and a bounded thread pool; docs/llm-gateway.md says
+    why not the async engine). The hot path runs plain driver SQL (`exec_driver_sql`): five
+    times cheaper than compiled Core. The budget days, holds, rates and the ledger are here;
+    the slices of the cap and the request ids are the statements of its two parents.
+    """
 
     @transaction
     def admit(
@@ -499,184 +687,10 @@ class Repository:
                 {"released": released, "cost": row.cost_micros, "day": self.db.date_param(day)},
             )
 
-    # -- slices of the cap (issue 24) -----------------------------------------------------------
-
-    @transaction
-    def lease_slice(
-        self,
-        conn: Connection,
-        *,
-        lease_id: str,
-        exists: bool,
-        day: date,
-        cap_micros: int,
-        worst_micros: int,
-        sizing: SliceSizing,
-        now: float,
-        expires_at: float,
-    ) -> int | None:
-        """Reserve a slice of `day`'s remaining cap for lease `lease_id` (grown when `exists`,
-        else created): `sizing.size(cap - spent - reserved, worst_micros)`, never more than
-        remains. Returns the micro-USD reserved (0: too little left, admit the call on its
-        own), or None when the lease row is gone (expired and returned by a sweep).
-
-        The day row is read under its lock (PostgreSQL `FOR UPDATE`; SQLite's writer lock) and
-        the reservation is still the conditional UPDATE of a hold: the invariant
-        `spent + reserved <= cap` holds whatever runs concurrently.
-        """
-        q = self._q
-        lock = " FOR UPDATE" if self.db.dialect == "postgresql" else ""
-        # The lease row first, then the day row: the order of every settle, return and expiry
-        # (a settle batch of this replica runs beside this transaction; the opposite order
-        # would be a deadlock).
-        if (
-            exists
-            and conn.exec_driver_sql(q["lease_lock"] + lock, {"id": lease_id}).first() is None
-        ):
-            return None
-        self._ensure_day(conn, day, cap_micros)
-        d = self.db.date_param(day)
-        row = conn.exec_driver_sql(q["day_row"] + lock, {"day": d}).first()
-        if row is None:
-            return 0
-        after_commit(conn, lambda: self._days_created.add(day))
-        size = sizing.size(cap_micros - int(row[0]) - int(row[1]), worst_micros)
-        if size <= 0:
-            return 0
-        params = {"id": lease_id, "amount": size, "expires_at": expires_at}
-        if exists:
-            if conn.exec_driver_sql(q["lease_grow"], params).rowcount != 1:
-                return None
-        else:
-            conn.exec_driver_sql(q["lease_insert"], {**params, "day": d, "now": now})
-        reserved = conn.exec_driver_sql(q["reserve"], {"w": size, "cap": cap_micros, "day": d})
-        if reserved.rowcount != 1:  # cannot happen under the row lock; roll the lease back
-            raise RuntimeError("the day row changed under its lock")
-        return size
-
-    @transaction
-    def renew_lease(self, conn: Connection, lease_id: str, expires_at: float) -> bool:
-        """Extend lease `lease_id` to `expires_at`; False when it is gone (a sweep returned it)."""
-        params = {"id": lease_id, "expires_at": expires_at}
-        if conn.exec_driver_sql(self._q["lease_renew"], params).rowcount == 1:
-            return True
-        return conn.execute(select(LEASES.c.id).where(LEASES.c.id == lease_id)).first() is not None
-
-    @transaction
-    def return_lease(
-        self, conn: Connection, lease_id: str, day: date, amount_micros: int, *, drop: bool
-    ) -> int:
-        """Give back `amount_micros` of lease `lease_id` (its free part), or with `drop` the
-        whole row (no hold in flight: what the row holds, which a journaled settle may not have
-        taken off yet — its replay then finds the lease gone and only adds the spend).
-        Returns the micro-USD released from the day's reserved."""
-        q = self._q
-        if drop:
-            row = conn.exec_driver_sql(q["lease_drop"], {"id": lease_id}).first()
-            if row is None:
-                return 0
-            amount_micros = int(row[1])
-        elif (
-            amount_micros <= 0
-            or (
-                conn.exec_driver_sql(q["lease_spend"], {"id": lease_id, "amount": amount_micros})
-            ).rowcount
-            != 1
-        ):
-            return 0
-        if amount_micros:
-            conn.exec_driver_sql(
-                q["unreserve"], {"amount": amount_micros, "day": self.db.date_param(day)}
-            )
-        return amount_micros
-
-    @transaction
-    def release_expired_leases(self, conn: Connection, now: float) -> int:
-        """Return slices whose replica stopped renewing them (killed, partitioned): their whole
-        amount goes back to the day. Returns how many."""
-        ids = conn.execute(
-            select(LEASES.c.id).where(LEASES.c.expires_at < now).limit(SWEEP_BATCH)
-        ).all()
-        released = 0
-        for (lease_id,) in ids:
-            row = conn.exec_driver_sql(self._q["lease_expire"], {"id": lease_id, "now": now})
-            gone = row.first()
-            if gone is None:
-                continue
-            amount = int(gone[1])
-            if amount:
-                day = gone[0] if isinstance(gone[0], date) else date.fromisoformat(str(gone[0]))
-                conn.exec_driver_sql(
-                    self._q["unreserve"], {"amount": amount, "day": self.db.date_param(day)}
-                )
-            released += 1
-        return released
-
-    @read_only
-    def leases(self, conn: Connection) -> list[tuple[str, int, float]]:
-        """Every lease row: (id, amount micro-USD, expires_at) (tests and the admin view)."""
-        rows = conn.execute(
-            select(LEASES.c.id, LEASES.c.amount_micros, LEASES.c.expires_at).order_by(LEASES.c.id)
-        ).all()
-        return [(str(i), int(a), float(e)) for i, a, e in rows]
-
-    @transaction
-    def claim_request(
-        self, conn: Connection, key: str, digest: str, call_id: str, now: float, until: float
-    ) -> Claim:
-        """Take `key` for `call_id` until `until`, unless a live row has it (returned)."""
-        q = self._q
-        conn.exec_driver_sql(q["idem_expire"], {"key": key, "now": now})
-        params = {"key": key, "digest": digest, "call_id": call_id, "now": now, "until": until}
-        if conn.exec_driver_sql(q["idem_claim"], params).rowcount == 1:
-            return Claim(True)
-        row = conn.exec_driver_sql(q["idem_get"], {"key": key}).first()
-        if row is None:  # released between our insert and read: the caller claims again
-            return Claim(False)
-        return Claim(False, str(row[0]), str(row[1]), row[2])
-
-    @read_only
-    def request_row(self, conn: Connection, key: str) -> Claim | None:
-        """The current row of `key`, if any."""
-        row = conn.exec_driver_sql(self._q["idem_get"], {"key": key}).first()
-        return Claim(False, str(row[0]), str(row[1]), row[2]) if row is not None else None
-
-    @transaction
-    def finish_request(
-        self,
-        conn: Connection,
-        key: str,
-        digest: str,
-        call_id: str,
-        reply: str,
-        until: float,
-        now: float,
-    ) -> None:
-        """Keep `call_id`'s reply for `key` until `until`.
-
-        Its claim row is there (the usual case), or was pruned meanwhile (a reply replayed from
-        the journal after a long database outage): then the row is made again with the reply,
-        unless another call holds the key now (that call answers it).
-        """
-        params = {"key": key, "call_id": call_id, "reply": reply, "until": until}
-        if conn.exec_driver_sql(self._q["idem_done"], params).rowcount == 1 or until <= now:
-            return
-        conn.exec_driver_sql(self._q["idem_put"], {**params, "digest": digest, "now": now})
-
     @read_only
     def database_id(self, conn: Connection) -> str:
         """The database's own id (migration 0005): the subject of its journal entries."""
         return str(conn.exec_driver_sql("SELECT id FROM gateway_identity").scalar_one())
-
-    @transaction
-    def forget_request(self, conn: Connection, key: str, call_id: str) -> None:
-        """Release `key` after `call_id` failed: the request may be asked again."""
-        conn.exec_driver_sql(self._q["idem_forget"], {"key": key, "call_id": call_id})
-
-    @transaction
-    def prune_requests(self, conn: Connection, now: float) -> int:
-        """Forget expired idempotency keys (and the replies they kept)."""
-        return conn.exec_driver_sql(self._q["idem_prune"], {"now": now}).rowcount
 
     @transaction
     def release_expired(self, conn: Connection, now: float) -> int:
