@@ -332,6 +332,12 @@ def main() -> int:
     asked = os.environ.get("DEMO", "") not in ("", "0")
     demo = asked and not env.get("ANTHROPIC_API_KEY")
     demo_line = start_demo_stub(env, procs) if demo else ""
+    if demo:
+        # The demo's databases are its own: a reply a real model gave (kept for its request id's
+        # repeats, within idempotency_ttl_s) is never answered as a demo one, nor a demo call
+        # counted in the real ledger or reviews.
+        env["QUIZ_DATA_DIR"] = str(DATA / "demo")
+        (DATA / "demo").mkdir(exist_ok=True)
     if asked and not demo:
         demo_line = "DEMO=1 ignored: ANTHROPIC_API_KEY is set, the gateway calls that provider."
     # lesson-fix verifies people with a siteverify secret; without one, development runs it

@@ -79,6 +79,9 @@ def test_make_run_says_the_replies_are_canned(demo: Demo) -> None:
     availability = httpx.get(url, headers=headers, timeout=10)
     assert availability.status_code == 200, availability.text
     assert set(availability.json()["models"].values()) == {DEMO_MODEL}, availability.text
+    # Its databases are its own: no reply a model gave in another run is answered as a demo one.
+    assert (demo.data / "demo" / "llm-gateway.db").exists()
+    assert not (demo.data / "llm-gateway.db").exists()
 
 
 def test_the_wand_answers_the_readme_drafts_sensibly(demo: Demo) -> None:

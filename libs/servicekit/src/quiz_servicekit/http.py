@@ -208,7 +208,9 @@ def _too_large(limit: int) -> ContractError:
 
 async def _send_error(send: Send, error: ContractError, request_id: str | None = None) -> None:
     """A whole `{code, message}` response, sent from middleware (no Response object needed)."""
-    body = json.dumps(error.to_body().model_dump(mode="json", exclude_none=True)).encode()
+    body = json.dumps(
+        error.to_body().model_dump(mode="json", exclude_none=True), separators=(",", ":")
+    ).encode()
     headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
     if request_id:
         headers.append((b"x-request-id", request_id.encode()))

@@ -139,7 +139,9 @@ def _refusal(too_large: bool) -> ContractError:
 
 def _refusal_parts(error: ContractError) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
     """Status, headers and JSON body of a refusal; the connection closes after it."""
-    body = json.dumps(error.to_body().model_dump(mode="json", exclude_none=True)).encode()
+    body = json.dumps(
+        error.to_body().model_dump(mode="json", exclude_none=True), separators=(",", ":")
+    ).encode()
     headers = [
         (b"content-type", b"application/json"),
         (b"content-length", str(len(body)).encode()),
