@@ -140,7 +140,10 @@ async def rate(step: Callable[[], Awaitable[int]], clients: int, seconds: float)
     async def client() -> None:
         nonlocal done
         while time.perf_counter() < deadline:
-            done += await step()
+            # Not `done += await step()`: that reads `done` before the await, and a client
+            # finishing meanwhile would have its units overwritten (half the rate, with two).
+            units = await step()
+            done += units
 
     start = time.perf_counter()
     await asyncio.gather(*(client() for _ in range(clients)))
