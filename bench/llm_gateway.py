@@ -268,6 +268,21 @@ def gateway_env(nats_url: str, db: str, stub_url: str) -> dict[str, str]:
     }
 
 
+def level_figures(
+    total: int, direct: list[float], direct_wall: float, gateway: list[float], gateway_wall: float
+) -> dict[str, float]:
+    """One level's latencies (ms) and calls/s of both paths, from their samples and wall time."""
+    return {
+        "requests": total,
+        "direct_p50": percentile(direct, 0.50),
+        "direct_p99": percentile(direct, 0.99),
+        "gateway_p50": percentile(gateway, 0.50),
+        "gateway_p99": percentile(gateway, 0.99),
+        "direct_calls_s": total / direct_wall,
+        "gateway_calls_s": total / gateway_wall,
+    }
+
+
 async def measure(
     args: argparse.Namespace,
     work: Path,
@@ -343,13 +358,7 @@ async def measure(
             g, g_wall = await run_level(call_gateway, concurrency, total)
             gateway_cpu = process_cpu_s(gateway.pid) - cpu
             results[concurrency] = {
-                "requests": total,
-                "direct_p50": percentile(d, 0.50),
-                "direct_p99": percentile(d, 0.99),
-                "gateway_p50": percentile(g, 0.50),
-                "gateway_p99": percentile(g, 0.99),
-                "direct_calls_s": total / d_wall,
-                "gateway_calls_s": total / g_wall,
+                **level_figures(total, d, d_wall, g, g_wall),
                 "direct_cpu_ms": direct_cpu / total * 1000,
                 "gateway_cpu_ms": gateway_cpu / total * 1000,
                 "direct_mean": statistics.fmean(d),
@@ -585,15 +594,7 @@ async def measure_database(
             total = 300 if concurrency == 1 else requests
             d, d_wall = await run_level(call_direct, concurrency, total)
             g, g_wall = await run_level(call_gateway, concurrency, total)
-            results[concurrency] = {
-                "requests": total,
-                "direct_p50": percentile(d, 0.50),
-                "direct_p99": percentile(d, 0.99),
-                "gateway_p50": percentile(g, 0.50),
-                "gateway_p99": percentile(g, 0.99),
-                "direct_calls_s": total / d_wall,
-                "gateway_calls_s": total / g_wall,
-            }
+            results[concurrency] = level_figures(total, d, d_wall, g, g_wall)
         await direct.close()
         await nc.drain()
     finally:
