@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Tools the tests use beyond Python packages: promtool (checks /metrics and the alert rules),
+# Tools the tests use beyond Python packages: promtool (checks /metrics and the alert rules) and
+# the Prometheus server (fires the rules on the running system),
 # nginx (the API gateway of the e2e tests), a Docker engine (the runner's docker backend; the
 # compose stack with docker-compose and debootstrap for its base image),
 # kubernetes-validate (the rendered overlays) and Chromium (the poll pages' browser tests).
@@ -13,12 +14,15 @@ can_apt() { [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; }
 apt_updated=0
 apt_update() { [ $apt_updated = 1 ] || { apt-get update -qq >/dev/null 2>&1; apt_updated=1; }; }
 
-if ! command -v promtool >/dev/null && [ ! -x "$tools/bin/promtool" ] && can_apt; then
-  # The prometheus package ships promtool; unpacking it avoids installing a server.
+if { { ! command -v promtool >/dev/null && [ ! -x "$tools/bin/promtool" ]; } \
+     || { ! command -v prometheus >/dev/null && [ ! -x "$tools/bin/prometheus" ]; }; } && can_apt; then
+  # The prometheus package ships promtool and the server; unpacking it installs no service.
+  # The server runs the alert rules against the running system (tests/e2e/test_alerts_fire.py).
   tmp=$(mktemp -d)
   apt_update
   if (cd "$tmp" && apt-get download -qq prometheus >/dev/null 2>&1); then
-    dpkg -x "$tmp"/prometheus_*.deb "$tmp/x" && cp "$tmp/x/usr/bin/promtool" "$tools/bin/"
+    dpkg -x "$tmp"/prometheus_*.deb "$tmp/x" \
+      && cp "$tmp/x/usr/bin/promtool" "$tmp/x/usr/bin/prometheus" "$tools/bin/"
   fi
   rm -rf "$tmp"
 fi

@@ -240,10 +240,13 @@ def create_service_app(
         runtime._nc = await connect_nats(
             settings.nats_url, runtime.name, **nats_auth(settings, runtime.name)
         )
+        nc = runtime._nc
+        runtime.metrics.watch_connection(lambda: nc.is_connected)
         runtime.add_ready_check("nats", runtime._nats_ready)
         if on_startup is not None:
             await on_startup(runtime)
         await runtime._start_background()
+        runtime.metrics.known_endpoints(spec.name for spec in runtime.endpoints)
         runtime.micro = await start_micro_service(
             runtime.nc,
             name=runtime.name,
@@ -307,6 +310,7 @@ def create_service_app(
     # The whole edge in one middleware (quiz_servicekit.http): request id and catch-all, span
     # and RED metrics, body limit, JSON guard.
     service_routes = [r for router in routers for r in router.routes if isinstance(r, APIRoute)]
+    runtime.metrics.known_routes((r.path, r.methods or ()) for r in service_routes)
     app.add_middleware(
         EdgeMiddleware,
         service=runtime.name,

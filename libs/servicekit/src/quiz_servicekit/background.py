@@ -15,6 +15,7 @@ from typing import Any
 from nats.aio.client import Client as NATS
 
 from quiz_servicekit.jetstream import (
+    CONSUMER_CHECK_INTERVAL_S,
     REPLICA_CHECK_INTERVAL_S,
     ConsumerSpec,
     JetStreamKit,
@@ -72,7 +73,8 @@ class BackgroundWork:
         """Declare and start everything; `replicas`: NATS_STREAM_REPLICAS of the streams.
 
         With streams to watch, a periodic task `stream_replicas` keeps their replica gauges
-        (quiz_servicekit.jetstream) current.
+        (quiz_servicekit.jetstream) current; with consumers, `consumer_info` their pending and
+        redelivered gauges.
         """
         await self.jetstream.start(nc, replicas=replicas)
         if self.jetstream.watched and not any(p.name == "stream_replicas" for p in self.periodic):
@@ -80,6 +82,13 @@ class BackgroundWork:
                 "stream_replicas",
                 REPLICA_CHECK_INTERVAL_S,
                 self.jetstream.refresh_replicas,
+                run_at_start=True,
+            )
+        if self.jetstream.workers and not any(p.name == "consumer_info" for p in self.periodic):
+            self.add_periodic(
+                "consumer_info",
+                CONSUMER_CHECK_INTERVAL_S,
+                self.jetstream.refresh_consumers,
                 run_at_start=True,
             )
         for task in self.periodic:

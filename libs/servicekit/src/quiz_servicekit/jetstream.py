@@ -34,6 +34,14 @@ Metrics (prefix `quiz_<service>_`):
 - `consumer_max_in_flight{consumer}`: the consumer's `max_in_flight` (in flight at it: no free
   slot on this replica)
 - `dead_letters_total{consumer,reason}`: dead letters written by this service
+- `consumer_pending{consumer}`, `consumer_ack_pending{consumer}`,
+  `consumer_redelivered{consumer}`: the server's view of the durable (all replicas): messages
+  not yet delivered, delivered and not yet acked, redelivered and not yet acked; read from
+  consumer info every `CONSUMER_CHECK_INTERVAL_S` (a backlog that grows while the service is
+  off the bus, or work that keeps failing, shows there)
+
+The counters start at 0 for every consumer and outcome (dead letters: every reason), so the
+first dead letter is an increase (issue 35).
 - `stream_replicas{stream}`: the stream's current replicas (its leader and the followers caught
   up with it; 0 without a leader), `stream_replicas_configured{stream}`: what the service
   declared (NATS_STREAM_REPLICAS or the spec's) — for every stream, dead-letter stream and
@@ -73,7 +81,7 @@ from quiz_servicekit.dead_letters import (
     forward_advisory,
     write_dead_letter,
 )
-from quiz_servicekit.metrics import LATENCY_BUCKETS, ServiceMetrics
+from quiz_servicekit.metrics import LATENCY_BUCKETS, ServiceMetrics, zero
 from quiz_servicekit.tasks import TaskSet
 from quiz_servicekit.telemetry import extract_context, inject_headers
 
@@ -86,6 +94,10 @@ _STREAM_EXISTS_OTHERWISE = 10058
 WORK_BUCKETS = (*LATENCY_BUCKETS, 120, 300, 600)
 # How often the streams' replica gauges are read from stream info (one request per stream).
 REPLICA_CHECK_INTERVAL_S = 30.0
+# How often the consumers' pending and redelivered gauges are read (one request per consumer).
+CONSUMER_CHECK_INTERVAL_S = 15.0
+# Every outcome of `consumer_messages_total` (ConsumerWorker._handle).
+CONSUMER_OUTCOMES = ("ok", "retry", "interrupted", *(r.value for r in DeadLetterReason))
 
 
 class JetStreamConfigError(RuntimeError):
@@ -423,6 +435,35 @@ class ConsumerMetrics:
             ["consumer"],
             registry=r,
         )
+        self.pending = Gauge(
+            f"{p}_consumer_pending",
+            "Messages of a consumer's stream not yet delivered to it (consumer info).",
+            ["consumer"],
+            registry=r,
+        )
+        self.ack_pending = Gauge(
+            f"{p}_consumer_ack_pending",
+            "Messages delivered to a consumer and not yet acked (consumer info).",
+            ["consumer"],
+            registry=r,
+        )
+        self.redelivered = Gauge(
+            f"{p}_consumer_redelivered",
+            "Messages redelivered to a consumer and not yet acked (consumer info).",
+            ["consumer"],
+            registry=r,
+        )
+
+    def known(self, consumer: str) -> None:
+        """`consumer`'s counters at 0 for every outcome and dead-letter reason."""
+        zero(self.messages, [consumer], CONSUMER_OUTCOMES)
+        zero(self.dead_letters, [consumer], [r.value for r in DeadLetterReason])
+
+    def read(self, consumer: str, info: api.ConsumerInfo) -> None:
+        """The gauges of `consumer` from its consumer info."""
+        self.pending.labels(consumer).set(info.num_pending or 0)
+        self.ack_pending.labels(consumer).set(info.num_ack_pending or 0)
+        self.redelivered.labels(consumer).set(info.num_redelivered or 0)
 
 
 class StreamMetrics:
@@ -487,6 +528,7 @@ class ConsumerWorker(Generic[M]):
         """Declare the consumer and start fetching."""
         await ensure_consumer(self._js, self.spec.stream, self.spec.to_config())
         self._metrics.max_in_flight.labels(self.spec.name).set(self.spec.max_in_flight)
+        self._metrics.known(self.spec.name)
         self._sub = await self._js.pull_subscribe_bind(self.spec.name, stream=self.spec.stream)
         self._healthy = True
         self._loop = asyncio.create_task(self._fetch_loop(), name=f"consumer:{self.spec.name}")
@@ -778,6 +820,19 @@ class JetStreamKit:
                 log.debug("stream %s: replicas not read: %s", stream, e)
                 continue
             self._stream_metrics.replicas.labels(stream).set(current_replicas(info))
+
+    async def refresh_consumers(self) -> None:
+        """Read each running consumer's info and set its pending and redelivered gauges (a
+        periodic task: a consumer that cannot be read now is skipped, read at the next run)."""
+        if self._js is None or self._metrics is None:
+            return
+        for worker in list(self.workers):
+            try:
+                info = await self._js.consumer_info(worker.spec.stream, worker.spec.name)
+            except Exception as e:
+                log.debug("consumer %s: info not read: %s", worker.spec.name, e)
+                continue
+            self._metrics.read(worker.spec.name, info)
 
     def add_consumer(self, spec: ConsumerSpec[Any]) -> None:
         if any(c.name == spec.name for c in self.consumers):

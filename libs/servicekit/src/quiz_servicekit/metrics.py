@@ -4,11 +4,18 @@ Metrics (prefix `quiz_<service>_`):
 - `http_requests_total{route,method,status}` and `http_request_duration_seconds{route,method}`
 - `nats_requests_total{endpoint,outcome}` and `nats_request_duration_seconds{endpoint}`
 - `nats_requests_in_flight{endpoint}`
+- `nats_connected`: 1 while the service's NATS connection is up, 0 before it connects, while it
+  reconnects and after it closed (read at scrape time from the client)
+
+Counters start at 0 for every label value known at start (`zero`): a route's or endpoint's
+`500`/`internal` and `ok` series exist from the first scrape, so the first failure is an
+increase that `increase()` and `rate()` see (a series born at 1 reads as no increase).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import itertools
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TypeVar, cast
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
@@ -17,6 +24,13 @@ M = TypeVar("M", Counter, Gauge, Histogram)
 
 # Seconds; dense under 100 ms because most of our edges answer in a few milliseconds.
 LATENCY_BUCKETS = (0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
+
+
+def zero(metric: Counter | Histogram, *values: Iterable[str]) -> None:
+    """Create `metric`'s children for every combination of `values` (one iterable per label),
+    at 0: exported from the first scrape, so the first event is an increase (issue 35)."""
+    for combination in itertools.product(*(list(v) for v in values)):
+        metric.labels(*combination)
 
 
 def metric_prefix(service: str) -> str:
@@ -63,6 +77,24 @@ class ServiceMetrics:
             ["endpoint"],
             registry=self.registry,
         )
+        self.nats_connected = Gauge(
+            f"{p}_nats_connected",
+            "1 while the service's NATS connection is up, else 0.",
+            registry=self.registry,
+        )
+
+    def watch_connection(self, connected: Callable[[], bool]) -> None:
+        """`nats_connected` reads `connected()` at every scrape (the client's `is_connected`)."""
+        self.nats_connected.set_function(lambda: 1.0 if connected() else 0.0)
+
+    def known_routes(self, routes: Iterable[tuple[str, Iterable[str]]]) -> None:
+        """HTTP routes (template, methods) at 0 for status 200 and 500."""
+        for template, methods in routes:
+            zero(self.http_requests, [template], sorted(methods), ["200", "500"])
+
+    def known_endpoints(self, endpoints: Iterable[str]) -> None:
+        """NATS endpoints at 0 for outcome ok and internal."""
+        zero(self.nats_requests, list(endpoints), ["ok", "internal"])
 
 
 class MetricSet:

@@ -23,12 +23,15 @@ from collections.abc import Awaitable, Callable
 
 from prometheus_client import Counter, Histogram
 
-from quiz_servicekit.metrics import LATENCY_BUCKETS, ServiceMetrics
+from quiz_servicekit.metrics import LATENCY_BUCKETS, ServiceMetrics, zero
 
 log = logging.getLogger(__name__)
 
 Sleep = Callable[[float], Awaitable[None]]
 Clock = Callable[[], float]
+
+
+PERIODIC_OUTCOMES = ("ok", "error", "cancelled")
 
 
 class PeriodicMetrics:
@@ -85,6 +88,9 @@ class PeriodicTask:
         self._task: asyncio.Task[None] | None = None
         self._in_run = False
         self._stopping = False
+        if metrics is not None:
+            # From the first scrape, so a task's first failure is an increase (issue 35).
+            zero(metrics.runs, [name], PERIODIC_OUTCOMES)
 
     def next_delay(self) -> float:
         """Seconds until the next run: uniform in interval_s × [1 − jitter, 1 + jitter]."""
