@@ -115,7 +115,9 @@ async def test_consumer_counters_at_zero_and_pending_as_the_server_counts(
                 assert found[key(f"{p}_dead_letters_total", consumer=c, reason=reason)] == 0
             for outcome in ("ok", "retry", "invalid", "permanent", "exhausted"):
                 assert found[key(f"{p}_consumer_messages_total", consumer=c, outcome=outcome)] == 0
-            assert found[key(f"{p}_periodic_runs_total", task="consumer_info", outcome="error")] == 0
+            assert (
+                found[key(f"{p}_periodic_runs_total", task="consumer_info", outcome="error")] == 0
+            )
             js = nc.jetstream()
             for i in range(3):
                 await publish(js, names.subject, Job(job_id=str(i)), msg_id=str(i))

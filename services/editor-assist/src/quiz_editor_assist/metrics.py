@@ -3,11 +3,19 @@
 - `generate_total{type,outcome}`: wand calls by question type and outcome (ok or the error code)
 - `generate_incomplete_total{type,code}`: merged drafts returned with something left to do
 - `settle_runs_total{type,outcome}`: runner calls made by settle (ok or the error code)
+
+At 0 from the start for every question type (issue 35): `generate_total` with ok and internal,
+`generate_incomplete_total` with every code a draft can be left with, `settle_runs_total` with
+ok, runner_busy and runner_unavailable.
 """
 
 from __future__ import annotations
 
-from quiz_servicekit.metrics import MetricSet, ServiceMetrics
+from quiz_contracts.questions import QUESTION_TYPES
+from quiz_servicekit.metrics import MetricSet, ServiceMetrics, zero
+
+# Generate.incomplete[].code (quiz_contracts.generate.Incomplete).
+INCOMPLETE_CODES = ("draft_invalid", "runner_unavailable", "compile_failed", "partial")
 
 
 class EditorAssistMetrics(MetricSet):
@@ -28,3 +36,7 @@ class EditorAssistMetrics(MetricSet):
             "Runner calls made by settle, by type and outcome.",
             ["type", "outcome"],
         )
+        types = sorted(QUESTION_TYPES)
+        zero(self.generate, types, ["ok", "internal"])
+        zero(self.incomplete, types, INCOMPLETE_CODES)
+        zero(self.settle_runs, types, ["ok", "runner_busy", "runner_unavailable"])

@@ -6,11 +6,13 @@
   verification_unavailable, disabled)
 - `check_duration_seconds`: full lesson checks of one lesson (the request's one pass, and checkFix's
   pass on each try), in a worker thread; the target is 0.1 s on a 300,000-character lesson
+
+At 0 from the start (issue 35): fixes ok, fix_failed and internal; passes on try 1 and 2.
 """
 
 from __future__ import annotations
 
-from quiz_servicekit.metrics import MetricSet, ServiceMetrics
+from quiz_servicekit.metrics import MetricSet, ServiceMetrics, zero
 
 CHECK_BUCKETS = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)
 
@@ -27,6 +29,8 @@ class LessonFixMetrics(MetricSet):
         self.verifications = self.counter(
             "verifications_total", "Human verifications by outcome.", ["outcome"]
         )
+        zero(self.fixes, ["ok", "fix_failed", "internal"])
+        zero(self.passed, ["1", "2"])
         self.check_seconds = self.histogram(
             "check_duration_seconds", "Full lesson checks of one lesson.", buckets=CHECK_BUCKETS
         )

@@ -40,6 +40,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     gateway = ServiceRef[Gateway]("gateway")
     runtime.add_endpoints(endpoints(gateway, settings.complete_concurrency))
     metrics = GatewayMetrics(runtime.metrics)
+    metrics.known(settings.models())
     provider: AnthropicProvider | None = None
 
     async def on_startup(rt: ServiceRuntime) -> None:

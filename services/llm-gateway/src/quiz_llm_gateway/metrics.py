@@ -14,14 +14,28 @@
   this database's in the JetStream journal (the same figure on every replica: take the `max`
   across replicas, not the sum) plus this replica's journal files and memory. Refreshed every
   sweep; above 0 for longer than an outage lasts means the journal does not drain.
+
+`known(models)` puts the counters at 0 for every purpose and its model (issue 35): calls with
+every outcome an alert reads (ok, internal, llm_failed, llm_budget_exhausted, rate_limited,
+unavailable), provider requests ok, parse failures.
 """
 
 from __future__ import annotations
 
-from quiz_servicekit.metrics import MetricSet, ServiceMetrics
+from collections.abc import Mapping
+
+from quiz_servicekit.metrics import MetricSet, ServiceMetrics, zero
 
 # Seconds, with buckets at the targets: a few ms of our own, seconds for a model's answer.
 CALL_BUCKETS = (0.002, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 20, 30, 60, 120)
+CALL_OUTCOMES = (
+    "ok",
+    "internal",
+    "llm_failed",
+    "llm_budget_exhausted",
+    "rate_limited",
+    "unavailable",
+)
 
 
 class GatewayMetrics(MetricSet):
@@ -60,3 +74,10 @@ class GatewayMetrics(MetricSet):
             "settle_journal_pending",
             "Settles and paid replies in the journal, not yet in the database.",
         )
+
+    def known(self, models: Mapping[str, str]) -> None:
+        """The counters at 0 for every purpose → model of the configuration."""
+        for purpose, model in models.items():
+            zero(self.calls, [purpose], [model], CALL_OUTCOMES)
+            zero(self.provider_requests, [model], ["ok"])
+            zero(self.parse_failures, [purpose])

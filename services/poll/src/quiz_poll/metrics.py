@@ -7,11 +7,14 @@
 - `ai_batches_total{outcome}`: AI batches by outcome (ok, or the board's error code)
 - `ai_marks_total{verdict}`: marks the model wrote (approved, hidden)
 - `reloads_total`: polls re-read from the database after another replica changed them
+
+At 0 from the start (issue 35): answers ok, AI batches ok and llm_failed, marks approved and
+hidden.
 """
 
 from __future__ import annotations
 
-from quiz_servicekit.metrics import MetricSet, ServiceMetrics
+from quiz_servicekit.metrics import MetricSet, ServiceMetrics, zero
 
 
 class PollMetrics(MetricSet):
@@ -30,3 +33,6 @@ class PollMetrics(MetricSet):
         self.reloads = self.counter(
             "reloads_total", "Polls re-read after another replica changed them."
         )
+        zero(self.answers, ["ok"])
+        zero(self.ai_batches, ["ok", "llm_failed"])
+        zero(self.ai_marks, ["approved", "hidden"])

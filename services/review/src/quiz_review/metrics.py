@@ -9,11 +9,30 @@
 - `question_events_total{kind}`: question-store events applied (published, duplicate,
   version_deleted, retired, deleted)
 - `requests_total{outcome}`: review requests answered (reviewed, existing, or an error code)
+
+At 0 from the start (issue 35): `reviews_total` for every trigger with clean, findings, failed
+and not_answered; `night_runs_total` for every outcome; `requests_total` reviewed, existing and
+internal.
 """
 
 from __future__ import annotations
 
-from quiz_servicekit.metrics import MetricSet, ServiceMetrics
+from quiz_servicekit.metrics import MetricSet, ServiceMetrics, zero
+
+TRIGGERS = ("night", "request", "now")
+REVIEW_OUTCOMES = ("clean", "findings", "failed", "not_answered")
+NIGHT_OUTCOMES = (
+    "outside_window",
+    "lease_held",
+    "done",
+    "share_spent",
+    "no_estimate",
+    "gateway_unavailable",
+    "lease_lost",
+    "rate_limited",
+    "llm_not_configured",
+    "llm_budget_exhausted",
+)
 
 
 class ReviewMetrics(MetricSet):
@@ -33,3 +52,6 @@ class ReviewMetrics(MetricSet):
         self.requests = self.counter(
             "requests_total", "Review requests answered, by outcome.", ["outcome"]
         )
+        zero(self.reviews, TRIGGERS, REVIEW_OUTCOMES)
+        zero(self.night_runs, NIGHT_OUTCOMES)
+        zero(self.requests, ["reviewed", "existing", "internal"])

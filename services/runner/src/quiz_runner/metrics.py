@@ -8,11 +8,15 @@
 - `cases_total{outcome}`: cases by how they ended (exit_0, exit_nonzero, signal, timeout_cpu,
   timeout_wall, memory, truncated).
 - `sandbox_seconds{step}`: one sandbox from start to end, step=compile|case.
+
+`requests_total` is at 0 from the start for every language with ok, runner_busy and internal
+(issue 35: the first refusal is an increase).
 """
 
 from __future__ import annotations
 
-from quiz_servicekit.metrics import MetricSet, ServiceMetrics
+from quiz_contracts.runner import RunLanguage
+from quiz_servicekit.metrics import MetricSet, ServiceMetrics, zero
 
 # A sandboxed "hello" costs tens of milliseconds: buckets dense there, up to the wall maxima.
 SANDBOX_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 20, 30)
@@ -35,6 +39,7 @@ class RunnerMetrics(MetricSet):
             ["language"],
             buckets=REQUEST_BUCKETS,
         )
+        zero(self.requests, [lang.value for lang in RunLanguage], ["ok", "runner_busy", "internal"])
         self.cases = self.counter("cases_total", "Cases run, by how they ended.", ["outcome"])
         self.sandbox_seconds = self.histogram(
             "sandbox_seconds",
