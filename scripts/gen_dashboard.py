@@ -39,8 +39,120 @@ def _row(title: str) -> dict[str, Any]:
     return {"type": "row", "title": title, "collapsed": False, "panels": []}
 
 
+def _p95(metric: str, by: str) -> str:
+    return f"histogram_quantile(0.95, sum by (le, {by}) (rate({metric}_bucket[5m])))"
+
+
+def health() -> list[dict[str, Any]]:
+    """The first row: what fires, which targets answer, the bus, the consumers' backlog (the
+    `quiz:` series are the records of deploy/monitoring/alerts.yaml, labelled by service)."""
+    return [
+        _row("Health: alerts firing, targets up, the bus, JetStream backlog"),
+        _panel(
+            "Alerts firing",
+            [('sum by (alertname, severity) (ALERTS{alertstate="firing"})', "{{alertname}}")],
+        ),
+        _panel(
+            "up per service (1: the target answers its scrape; QuizServiceDown)",
+            [
+                (
+                    "up + on (job, instance) group_left (service) "
+                    "(0 * max by (job, instance, service) "
+                    "(max_over_time(quiz:nats_connected[1h])))",
+                    "{{service}} {{instance}}",
+                )
+            ],
+        ),
+        _panel(
+            "NATS connection per service (1 connected; QuizBusDisconnected)",
+            [("quiz:nats_connected", "{{service}} {{instance}}")],
+        ),
+        _panel(
+            "Consumers: pending, delivered not acked, redelivered (QuizConsumerBacklog)",
+            [
+                ("quiz:consumer_pending", "pending {{service}} {{consumer}}"),
+                (
+                    'max by (__name__, consumer) ({__name__=~"quiz_.+_consumer_ack_pending"})',
+                    "ack pending {{__name__}} {{consumer}}",
+                ),
+                ("quiz:consumer_redelivered", "redelivered {{service}} {{consumer}}"),
+            ],
+        ),
+        _panel(
+            "Internal answers (10 min; QuizInternalErrors)",
+            [
+                (
+                    "sum by (service, endpoint) "
+                    '(increase(quiz:nats_requests_total{outcome="internal"}[10m]))',
+                    "{{service}} {{endpoint}}",
+                ),
+                (
+                    "sum by (service, route) "
+                    '(increase(quiz:http_requests_total{status="500"}[10m]))',
+                    "{{service}} {{route}}",
+                ),
+                (
+                    "sum by (purpose) "
+                    '(increase(quiz_llm_gateway_calls_total{outcome="internal"}[10m]))',
+                    "llm call {{purpose}}",
+                ),
+            ],
+        ),
+        _panel(
+            "Dead letters (10 min; QuizDeadLetters)",
+            [
+                (
+                    "sum by (service, consumer, reason) (increase(quiz:dead_letters_total[10m]))",
+                    "{{service}} {{consumer}} {{reason}}",
+                )
+            ],
+        ),
+        _panel(
+            "p95 per route and per NATS endpoint, every service"
+            " (QuizHttpSlow, QuizNatsSlow at 30 s)",
+            [
+                (
+                    "histogram_quantile(0.95, sum by (job, instance, route, le) "
+                    '(rate({__name__=~"quiz_.+_http_request_duration_seconds_bucket"}[5m])))',
+                    "{{route}} {{instance}}",
+                ),
+                (
+                    "histogram_quantile(0.95, sum by (job, instance, endpoint, le) "
+                    '(rate({__name__=~"quiz_.+_nats_request_duration_seconds_bucket"}[5m])))',
+                    "{{endpoint}} {{instance}}",
+                ),
+            ],
+            unit="s",
+        ),
+        _panel(
+            "NATS requests in flight, by endpoint",
+            [
+                (
+                    'sum by (__name__, endpoint) ({__name__=~"quiz_.+_nats_requests_in_flight"})',
+                    "{{__name__}} {{endpoint}}",
+                )
+            ],
+        ),
+        _panel(
+            "Periodic tasks: failed runs (1 h) and p95 duration",
+            [
+                (
+                    "sum by (__name__, task) "
+                    '(increase({__name__=~"quiz_.+_periodic_runs_total", outcome="error"}[1h]))',
+                    "errors {{__name__}} {{task}}",
+                ),
+                (
+                    "histogram_quantile(0.95, sum by (le, task) "
+                    '(rate({__name__=~"quiz_.+_periodic_run_duration_seconds_bucket"}[5m])))',
+                    "p95 {{task}}",
+                ),
+            ],
+        ),
+    ]
+
+
 def panels() -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = [_row("RED per service (HTTP and NATS)")]
+    out: list[dict[str, Any]] = [*health(), _row("RED per service (HTTP and NATS)")]
     for svc in SERVICES:
         p = "quiz_" + svc.replace("-", "_")
         out.append(
@@ -108,8 +220,41 @@ def panels() -> list[dict[str, Any]]:
             unit="reqps",
         ),
         _panel(
-            "Circuit state per replica (0 closed, 1 half-open, 2 open)",
-            [(f"max by (instance) ({g}_circuit_state)", "{{instance}}")],
+            "Circuit state per replica (0 closed, 1 half-open, 2 open), and its 2 min average"
+            " (QuizLlmProviderDown at 1)",
+            [
+                (f"max by (instance) ({g}_circuit_state)", "{{instance}}"),
+                (f"avg_over_time({g}_circuit_state[2m])", "2 min average {{instance}}"),
+            ],
+        ),
+        _panel(
+            "Provider requests by model and status (QuizLlmProviderErrors)",
+            [
+                (
+                    f"sum by (model, status) (rate({g}_provider_requests_total[5m]))",
+                    "{{model}} {{status}}",
+                )
+            ],
+            unit="reqps",
+        ),
+        _panel(
+            "Call p95 by purpose, and unreadable replies",
+            [
+                (_p95(f"{g}_call_duration_seconds", "purpose"), "p95 {{purpose}}"),
+                (
+                    f"sum by (purpose) (increase({g}_parse_failures_total[1h]))",
+                    "parse failures (1 h) {{purpose}}",
+                ),
+            ],
+        ),
+        _panel(
+            "Tokens settled by purpose and direction",
+            [
+                (
+                    f"sum by (purpose, direction) (rate({g}_tokens_total[5m]))",
+                    "{{purpose}} {{direction}}",
+                )
+            ],
         ),
         _row("Runner"),
         _panel(
@@ -128,6 +273,45 @@ def panels() -> list[dict[str, Any]]:
                     "sum by (language, outcome) (rate(quiz_runner_requests_total[5m]))",
                     "{{language}} {{outcome}}",
                 )
+            ],
+            unit="reqps",
+        ),
+        _panel(
+            "Request p95 by language, sandbox p95 by step",
+            [
+                (_p95("quiz_runner_request_seconds", "language"), "request {{language}}"),
+                (_p95("quiz_runner_sandbox_seconds", "step"), "sandbox {{step}}"),
+            ],
+            unit="s",
+        ),
+        _panel(
+            "Cases by how they ended",
+            [("sum by (outcome) (rate(quiz_runner_cases_total[5m]))", "{{outcome}}")],
+            unit="reqps",
+        ),
+        _row("Wand (editor-assist)"),
+        _panel(
+            "Wand calls by type and outcome",
+            [
+                (
+                    "sum by (type, outcome) (rate(quiz_editor_assist_generate_total[5m]))",
+                    "{{type}} {{outcome}}",
+                )
+            ],
+            unit="reqps",
+        ),
+        _panel(
+            "Proposals returned incomplete, by code (QuizWandIncomplete), and settle's runner"
+            " calls",
+            [
+                (
+                    "sum by (code) (rate(quiz_editor_assist_generate_incomplete_total[5m]))",
+                    "incomplete {{code}}",
+                ),
+                (
+                    "sum by (outcome) (rate(quiz_editor_assist_settle_runs_total[5m]))",
+                    "runner call {{outcome}}",
+                ),
             ],
             unit="reqps",
         ),
@@ -150,6 +334,14 @@ def panels() -> list[dict[str, Any]]:
                     'sum by (outcome) (rate(quiz_llm_gateway_calls_total{purpose="poll"}[5m]))',
                     "model calls {{outcome}}",
                 ),
+            ],
+            unit="reqps",
+        ),
+        _panel(
+            "Marks the model wrote, and polls re-read from another replica",
+            [
+                ("sum by (verdict) (rate(quiz_poll_ai_marks_total[5m]))", "mark {{verdict}}"),
+                ("sum(rate(quiz_poll_reloads_total[5m]))", "reloads"),
             ],
             unit="reqps",
         ),
@@ -177,6 +369,41 @@ def panels() -> list[dict[str, Any]]:
             [(f'sum(increase({g}_cost_usd_total{{purpose="review"}}[24h])) / {cap}', "used")],
             unit="percentunit",
         ),
+        _panel(
+            "Review requests answered, and question-store events applied",
+            [
+                ("sum by (outcome) (rate(quiz_review_requests_total[5m]))", "request {{outcome}}"),
+                ("sum by (kind) (rate(quiz_review_question_events_total[5m]))", "event {{kind}}"),
+            ],
+            unit="reqps",
+        ),
+        _row("Lesson fixes"),
+        _panel(
+            "Fixes by outcome, passes by try, verifications",
+            [
+                ("sum by (outcome) (rate(quiz_lesson_fix_fixes_total[5m]))", "fix {{outcome}}"),
+                (
+                    "sum by (attempt) (rate(quiz_lesson_fix_fix_passed_total[5m]))",
+                    "passed on try {{attempt}}",
+                ),
+                (
+                    "sum by (outcome) (rate(quiz_lesson_fix_verifications_total[5m]))",
+                    "verification {{outcome}}",
+                ),
+            ],
+            unit="reqps",
+        ),
+        _panel(
+            "Lesson check p95 (target 0.1 s on a 300,000-character lesson)",
+            [
+                (
+                    "histogram_quantile(0.95, sum by (le) "
+                    "(rate(quiz_lesson_fix_check_duration_seconds_bucket[5m])))",
+                    "p95",
+                )
+            ],
+            unit="s",
+        ),
         _row("JetStream work and dead letters"),
         _panel(
             "Consumer messages by service, consumer and outcome",
@@ -188,6 +415,17 @@ def panels() -> list[dict[str, Any]]:
                 )
             ],
             unit="reqps",
+        ),
+        _panel(
+            "Consumer handling p95 (delivery to ack, nak or term)",
+            [
+                (
+                    "histogram_quantile(0.95, sum by (le, consumer) "
+                    '(rate({__name__=~"quiz_.+_consumer_message_duration_seconds_bucket"}[5m])))',
+                    "{{consumer}}",
+                )
+            ],
+            unit="s",
         ),
         _panel(
             "Consumer slots in flight vs the limit (per replica)",

@@ -8,6 +8,7 @@ The binary is Debian's `prometheus` package's (scripts/ensure-test-tools.sh unpa
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import time
@@ -120,3 +121,31 @@ class PrometheusServer:
     def targets_up(self) -> int:
         """How many targets answered their last scrape."""
         return sum(int(float(r["value"][1])) for r in self.query("up"))
+
+
+_NAME_MATCHER = re.compile(r'__name__=~"([^"]+)"')
+_SUFFIXES = ("_bucket", "_sum", "_count", "_created")
+
+
+def families(exposition: str) -> set[str]:
+    """The metric families a `/metrics` text declares (`# TYPE` lines: those without a sample
+    yet, a labelled metric no event has reached, included). A counter's `_created` companion
+    (its start time, prometheus_client's own) is part of the counter, not a family of its own."""
+    found = set(re.findall(r"^# TYPE (\S+) ", exposition, re.M))
+    return {n for n in found if not n.endswith("_created")}
+
+
+def uncovered(names: set[str], *texts: str) -> set[str]:
+    """The families of `names` that no text queries: neither by name (a histogram's `_bucket`
+    counts) nor by a `{__name__=~"…"}` matcher that the whole name matches."""
+    text = "\n".join(texts).replace('\\"', '"')  # a JSON file's queries, unescaped
+    patterns = [re.compile(p) for p in _NAME_MATCHER.findall(text)]
+    queried = {n for n in re.findall(r"\b(quiz_[a-z0-9_]*[a-z0-9])\b", text)}
+    queried |= {n.removesuffix(s) for n in queried for s in _SUFFIXES if n.endswith(s)}
+    left = set()
+    for name in names:
+        forms = {name, *(name + s for s in _SUFFIXES)}
+        if name in queried or any(p.fullmatch(f) for p in patterns for f in forms):
+            continue
+        left.add(name)
+    return left
