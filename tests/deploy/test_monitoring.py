@@ -196,3 +196,23 @@ def test_every_exported_family_is_on_a_rule_or_a_panel() -> None:
         (MONITORING / "grafana-dashboard.json").read_text(),
     )
     assert not left, f"exported, on no rule and no panel: {sorted(left)}"
+
+
+def test_the_compose_scrape_config_is_valid_and_scrapes_every_service() -> None:
+    """deploy/monitoring/prometheus.yml: the compose stack's six services, its rules the same
+    alerts.yaml (promtool check config checks the rule file it names too)."""
+    config = (MONITORING / "prometheus.yml").read_text()
+    compose = (ROOT / "docker-compose.yml").read_text()
+    ports = re.findall(r'HTTP_PORT: "(\d+)"', compose)
+    assert len(ports) == 6
+    assert sorted(re.findall(r"127\.0\.0\.1:(\d+)", config)) == sorted(ports)
+    tool = promtool()
+    if tool is None:
+        pytest.skip("promtool is not installed (scripts/ensure-test-tools.sh installs it)")
+    result = subprocess.run(
+        [tool, "check", "config", str(MONITORING / "prometheus.yml")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr

@@ -1,7 +1,8 @@
 """The alert rules fire on real faults (issue 35): a real Prometheus (Debian's package) with the
 project's own rule files (deploy/monitoring/alerts.yaml, unchanged), scraping and evaluating
 every 2 s, against the system as `make run` starts it; each fault is injected on loopback,
-bounded in count and time, and its named alert must be firing within 3 minutes of it.
+bounded in count and time, and its named alert must be firing within 3 minutes of it. First,
+every family the running services' /metrics declare must be on a rule or a dashboard panel.
 
 Phase 1 injects the faults that leave the bus up, at once: the model provider unreachable (the
 gateway's provider is a closed loopback port, calls keep coming), the runner saturated (one
@@ -22,6 +23,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+import httpx
 import psutil
 import pytest
 
@@ -30,12 +32,13 @@ from quiz_contracts.llm import CompleteReply, CompleteRequest, LlmMessage, Purpo
 from quiz_contracts.runner import RunCase, RunFile, RunLimits, RunReply, RunRequest
 from quiz_servicekit.natsio import request
 from quiz_testkit.nats_server import free_port, nats_connect, with_credentials
-from quiz_testkit.prometheus import PrometheusServer, prometheus_binary
+from quiz_testkit.prometheus import PrometheusServer, families, prometheus_binary, uncovered
 from quiz_testkit.system import System
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 ROOT = Path(__file__).resolve().parents[2]
 RULES = ROOT / "deploy" / "monitoring" / "alerts.yaml"
+DASHBOARD = ROOT / "deploy" / "monitoring" / "grafana-dashboard.json"
 # The issue's bound: every fault names itself within 3 minutes.
 WITHIN_S = 180.0
 
@@ -183,6 +186,13 @@ def test_each_fault_fires_its_named_alert_within_three_minutes(
     system: tuple[System, str, dict[str, str]], tmp_path: Path
 ) -> None:
     sys_, nats_url, urls = system
+    # Every family the running services export is on a rule or a panel (issue 35).
+    exported = set()
+    for url in urls.values():
+        exported |= families(httpx.get(f"{url}/metrics", timeout=10).text)
+    assert len(exported) > 100, exported
+    left = uncovered(exported, RULES.read_text(), DASHBOARD.read_text())
+    assert not left, f"exported, on no rule and no panel: {sorted(left)}"
     targets = [urlsplit(u).netloc for u in urls.values()]
     prom = PrometheusServer(tmp_path / "prometheus", targets, [RULES]).start()
     try:
