@@ -205,7 +205,7 @@ def test_the_compose_scrape_config_is_valid_and_scrapes_every_service() -> None:
     compose = (ROOT / "docker-compose.yml").read_text()
     ports = re.findall(r'HTTP_PORT: "(\d+)"', compose)
     assert len(ports) == 6
-    assert sorted(re.findall(r"127\.0\.0\.1:(\d+)", config)) == sorted(ports)
+    assert sorted(re.findall(r"- 127\.0\.0\.1:(\d+)", config)) == sorted(ports)
     tool = promtool()
     if tool is None:
         pytest.skip("promtool is not installed (scripts/ensure-test-tools.sh installs it)")
