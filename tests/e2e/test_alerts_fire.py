@@ -7,15 +7,17 @@ every family the running services' /metrics declare must be on a rule or a dashb
 Phase 1 injects the faults that leave the bus up, at once: the model provider unreachable (the
 gateway's provider is a closed loopback port, calls keep coming), the runner saturated (one
 slot, a burst of requests every half second), a dead letter (a review request that does not
-decode), a service frozen (SIGSTOP: it stops answering its scrapes). Phase 2 freezes
-nats-server: every service loses the bus. The other rules are proven by promtool's unit tests
-(deploy/monitoring/alerts-test.yaml).
+decode), a service frozen (SIGSTOP: it stops answering its scrapes). Phase 2 brings the
+provider (the test kit's stub) up and spends the daily cap until calls are refused. Phase 3
+freezes nats-server: every service loses the bus. The other rules are proven by promtool's unit
+tests (deploy/monitoring/alerts-test.yaml).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import signal
 import time
 from collections.abc import Callable, Iterator
@@ -31,6 +33,7 @@ from quiz_contracts import subjects
 from quiz_contracts.llm import CompleteReply, CompleteRequest, LlmMessage, Purpose
 from quiz_contracts.runner import RunCase, RunFile, RunLimits, RunReply, RunRequest
 from quiz_servicekit.natsio import request
+from quiz_testkit.anthropic_stub import AnthropicStub
 from quiz_testkit.nats_server import free_port, nats_connect, with_credentials
 from quiz_testkit.prometheus import PrometheusServer, families, prometheus_binary, uncovered
 from quiz_testkit.system import System
@@ -41,6 +44,9 @@ RULES = ROOT / "deploy" / "monitoring" / "alerts.yaml"
 DASHBOARD = ROOT / "deploy" / "monitoring" / "grafana-dashboard.json"
 # The issue's bound: every fault names itself within 3 minutes.
 WITHIN_S = 180.0
+# The gateway's model for the wand's purpose here, priced so that the cap goes fast.
+MODEL = "alerts-test-model"
+MAX_OUTPUT = 12
 
 
 def matches(alert: dict[str, Any], name: str, labels: dict[str, str]) -> bool:
@@ -89,17 +95,33 @@ def frozen(proc: psutil.Process) -> Iterator[None]:
 
 
 @pytest.fixture
-def system(tmp_path: Path) -> Iterator[tuple[System, str, dict[str, str]]]:
+def stub() -> Iterator[AnthropicStub]:
+    """The model provider, not started: nobody listens on its port until phase 2."""
+    provider = AnthropicStub(port=free_port())
+    try:
+        yield provider
+    finally:
+        provider.stop()
+
+
+@pytest.fixture
+def system(tmp_path: Path, stub: AnthropicStub) -> Iterator[tuple[System, str, dict[str, str]]]:
     if prometheus_binary() is None:
         pytest.skip("prometheus is not installed (scripts/ensure-test-tools.sh unpacks it)")
-    dead = free_port()  # nobody listens there: every provider request is refused
     sys_ = System(
         tmp_path,
         None,
         {
             "ANTHROPIC_API_KEY": "alerts-test",
-            "ANTHROPIC_BASE_URL": f"http://127.0.0.1:{dead}",
+            "ANTHROPIC_BASE_URL": stub.base_url,
             "LLM_GATEWAY_PROVIDER_MAX_RETRIES": "0",
+            "LLM_GATEWAY_CIRCUIT_COOLDOWN_S": "5",
+            # Output alone priced, 0.2 USD a token: a call's worst case (MAX_OUTPUT tokens) is
+            # 2.4 USD of a 50 USD cap, and the stub's reply (~10 tokens) costs nearly that, so
+            # a few dozen calls spend the cap.
+            "LLM_DAILY_CAP_USD": "50",
+            "PURPOSE_MODELS": json.dumps({"generate": MODEL}),
+            "MODEL_PRICES": json.dumps({MODEL: {"input": 0, "output": 200_000}}),
             "RUNNER_SLOTS": "1",
         },
     )
@@ -116,20 +138,20 @@ def user_url(sys_: System, nats_url: str, user: str) -> str:
     return with_credentials(f"nats://{parts.hostname}:{parts.port}", user, password)
 
 
-async def model_calls(url: str, stop: asyncio.Event) -> list[str]:
-    """llm.v1.complete as editor-assist, one every second, each from another teacher (no rate
-    limit in the way): the codes the callers got."""
+async def model_calls(url: str, stop: asyncio.Event, *, pause_on_ok: bool = True) -> list[str]:
+    """llm.v1.complete as editor-assist, each from another teacher (no rate limit in the way),
+    one a second (back to back while they answer ok, with `pause_on_ok=False`), until `stop`
+    or 600 calls: the codes the callers got."""
     nc = await nats_connect(url)
     codes: list[str] = []
-    n = 0
     try:
-        while not stop.is_set():
-            n += 1
+        while not stop.is_set() and len(codes) < 600:
+            n = len(codes)
             req = CompleteRequest(
                 purpose=Purpose.generate,
                 user=f"alerts-teacher-{n}",
                 messages=[LlmMessage(role="user", content=f"alerts {n}")],
-                max_output_tokens=50,
+                max_output_tokens=MAX_OUTPUT,
                 deadline_s=5,
             )
             try:
@@ -137,6 +159,8 @@ async def model_calls(url: str, stop: asyncio.Event) -> list[str]:
                 codes.append("ok")
             except Exception as e:
                 codes.append(str(getattr(e, "code", type(e).__name__)))
+            if codes[-1] == "ok" and not pause_on_ok:
+                continue
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stop.wait(), 1)
     finally:
@@ -183,7 +207,7 @@ async def dead_letter(url: str) -> None:
 
 
 def test_each_fault_fires_its_named_alert_within_three_minutes(
-    system: tuple[System, str, dict[str, str]], tmp_path: Path
+    system: tuple[System, str, dict[str, str]], stub: AnthropicStub, tmp_path: Path
 ) -> None:
     sys_, nats_url, urls = system
     # Every family the running services export is on a rule or a panel (issue 35).
@@ -196,12 +220,14 @@ def test_each_fault_fires_its_named_alert_within_three_minutes(
     targets = [urlsplit(u).netloc for u in urls.values()]
     prom = PrometheusServer(tmp_path / "prometheus", targets, [RULES]).start()
     try:
-        asyncio.run(phases(sys_, nats_url, prom, len(targets)))
+        asyncio.run(phases(sys_, nats_url, prom, len(targets), stub))
     finally:
         prom.stop()
 
 
-async def phases(sys_: System, nats_url: str, prom: PrometheusServer, targets: int) -> None:
+async def phases(
+    sys_: System, nats_url: str, prom: PrometheusServer, targets: int, stub: AnthropicStub
+) -> None:
     started = time.monotonic()
     while prom.targets_up() < targets:
         assert time.monotonic() - started < 60, prom.query("up")
@@ -250,7 +276,29 @@ async def phases(sys_: System, nats_url: str, prom: PrometheusServer, targets: i
     down = [a for a in await asyncio.to_thread(prom.firing) if matches(a, "QuizServiceDown", {})]
     assert [a["labels"]["service"] for a in down] in ([], ["lesson_fix"])
 
-    # Phase 2: the bus goes silent (a frozen nats-server: no FIN, no RST).
+    # Phase 2: the provider is back (the circuit closes after its 5 s cooldown) and the calls
+    # spend the cap until it refuses them.
+    stub.start()
+    stop = asyncio.Event()
+    since = time.monotonic()
+    spending = asyncio.create_task(model_calls(caller, stop, pause_on_ok=False))
+    try:
+        spent = await asyncio.gather(
+            wait_firing(prom, "QuizLlmCapSpent", {}, since),
+            wait_firing(
+                prom,
+                "QuizLlmCallsRefused",
+                {"purpose": "generate", "outcome": "llm_budget_exhausted"},
+                since,
+            ),
+        )
+    finally:
+        stop.set()
+        codes = await spending
+    assert "ok" in codes and "llm_budget_exhausted" in codes, codes
+    assert all("llm_budget_exhausted" in a["annotations"]["description"] for a in spent)
+
+    # Phase 3: the bus goes silent (a frozen nats-server: no FIN, no RST).
     nats = process(sys_, lambda p: p.name() == "nats-server")
     since = time.monotonic()
     with frozen(nats):
