@@ -7,7 +7,8 @@ every family the running services' /metrics declare must be on a rule or a dashb
 Phase 1 injects the faults that leave the bus up, at once: the model provider unreachable (the
 gateway's provider is a closed loopback port, calls keep coming), the runner saturated (one
 slot, a burst of requests every half second), a dead letter (a review request that does not
-decode), a service frozen (SIGSTOP: it stops answering its scrapes). Phase 2 brings the
+decode), an internal answer (the poll's database without its table of polls, then a poll
+opened), a service frozen (SIGSTOP: it stops answering its scrapes). Phase 2 brings the
 provider (the test kit's stub) up and spends the daily cap until calls are refused. Phase 3
 freezes nats-server: every service loses the bus. The other rules are proven by promtool's unit
 tests (deploy/monitoring/alerts-test.yaml).
@@ -19,8 +20,10 @@ import asyncio
 import contextlib
 import json
 import signal
+import sqlite3
 import time
 from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -206,6 +209,27 @@ async def dead_letter(url: str) -> None:
         await nc.close()
 
 
+async def open_poll_on_a_broken_database(data: Path, url: str) -> str:
+    """The poll's database loses its table of polls (a restore gone wrong): opening a poll then
+    fails in a way no code of ours handles. The code the platform got."""
+    with contextlib.closing(sqlite3.connect(data / "poll.db")) as db:
+        db.execute("DROP TABLE polls")
+        db.commit()
+    body = {
+        "evaluationId": "alerts-poll",
+        "teacherId": "alerts-teacher",
+        "audience": {"kind": "anonymous"},
+        "question": {"prompt": "Une idée ?", "maxIdeas": 3},
+        "openedAt": datetime.now(UTC).isoformat(),
+    }
+    nc = await nats_connect(url)
+    try:
+        reply = await nc.request(subjects.POLL_OPEN, json.dumps(body).encode(), timeout=10)
+    finally:
+        await nc.close()
+    return (reply.headers or {}).get("Nats-Service-Error", "ok")
+
+
 def test_each_fault_fires_its_named_alert_within_three_minutes(
     system: tuple[System, str, dict[str, str]], stub: AnthropicStub, tmp_path: Path
 ) -> None:
@@ -250,7 +274,9 @@ async def phases(
     since = time.monotonic()
     calls = asyncio.create_task(model_calls(caller, stop))
     bursts = asyncio.create_task(runner_bursts(caller, stop))
-    await dead_letter(user_url(sys_, nats_url, "platform"))
+    platform = user_url(sys_, nats_url, "platform")
+    await dead_letter(platform)
+    assert await open_poll_on_a_broken_database(sys_.log.parent, platform) == "internal"
     with frozen(service_process(sys_, "quiz_lesson_fix")):
         try:
             fired = await asyncio.gather(
@@ -261,6 +287,7 @@ async def phases(
                     prom, "QuizDeadLetters", {"service": "review", "reason": "invalid"}, since
                 ),
                 wait_firing(prom, "QuizServiceDown", {"service": "lesson_fix"}, since),
+                wait_firing(prom, "QuizInternalErrors", {"service": "poll"}, since),
             )
         finally:
             stop.set()
