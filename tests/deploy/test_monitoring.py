@@ -216,3 +216,13 @@ def test_the_compose_scrape_config_is_valid_and_scrapes_every_service() -> None:
         timeout=60,
     )
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_every_alert_is_fired_by_a_test() -> None:
+    """Each alert fires in promtool's unit tests (alerts-test.yaml) or on a real Prometheus
+    against the running system (tests/e2e/test_alerts_fire.py)."""
+    names = set(re.findall(r"alert: (\w+)", (MONITORING / "alerts.yaml").read_text()))
+    unit = set(re.findall(r"alertname: (\w+)", (MONITORING / "alerts-test.yaml").read_text()))
+    e2e_text = (ROOT / "tests" / "e2e" / "test_alerts_fire.py").read_text()
+    e2e = set(re.findall(r'"(Quiz\w+)"', e2e_text))
+    assert names - unit - e2e == set()
