@@ -75,9 +75,7 @@ HTTP_ROUTES: tuple[Route, ...] = (
     Route("PUT", "/app/api/pools/{pool_id}/review", "review", ReviewToggle, ReviewList),
     Route("POST", "/app/api/reviews/pills", "review", ReviewPillsRequest, ReviewPillsReply),
     Route("POST", "/app/api/questions/{question_id}/review", "review", None, QuestionReview),
-    Route(
-        "POST", "/app/api/questions/{question_id}/review/ignore", "review", None, QuestionReview
-    ),
+    Route("POST", "/app/api/questions/{question_id}/review/ignore", "review", None, QuestionReview),
     Route(
         "POST",
         "/app/api/questions/{question_id}/review/fix",

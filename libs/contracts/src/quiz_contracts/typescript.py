@@ -94,7 +94,9 @@ def wire_models() -> list[type[BaseModel]]:
     (`WireModel`, `CamelModel`…): they are no shape of their own.
     """
     found: list[type[BaseModel]] = []
-    names = sorted(m.name for m in pkgutil.walk_packages(quiz_contracts.__path__, "quiz_contracts."))
+    names = sorted(
+        m.name for m in pkgutil.walk_packages(quiz_contracts.__path__, "quiz_contracts.")
+    )
     for module_name in names:
         module = importlib.import_module(module_name)
         for name, value in vars(module).items():
@@ -356,11 +358,7 @@ def typed_examples(bundle: dict[str, Any], documents: dict[str, Any]) -> str:
 def document_type(path: str, defs: dict[str, Any]) -> str:
     """The shape a docs example is: the longest exported name whose kebab case prefixes it."""
     stem = path.rsplit("/", 1)[-1].removesuffix(".json")
-    matches = [
-        name
-        for name in defs
-        if stem == _kebab(name) or stem.startswith(_kebab(name) + "-")
-    ]
+    matches = [name for name in defs if stem == _kebab(name) or stem.startswith(_kebab(name) + "-")]
     if not matches:
         raise ContractSchemaError(
             f"{path}: no exported shape names it; name it <shape in kebab case>-<anything>.json "
@@ -376,4 +374,3 @@ def _kebab(name: str) -> str:
 def _literal(value: Any) -> str:
     """A JSON value as a TypeScript expression (JSON is one; `as const` keeps literals)."""
     return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=False)
-

@@ -15,6 +15,8 @@ const ts = await compile(bundle.schema, bundle.schema.title, {
   additionalProperties: false,
   declareExternallyReferenced: true,
   enableConstEnums: false,
+  // Bounded arrays as arrays (their bounds stay in the doc comments), not unions of tuples.
+  maxItems: -1,
   strictIndexSignatures: true,
   unknownAny: true,
   unreachableDefinitions: true,
