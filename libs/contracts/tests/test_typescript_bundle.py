@@ -111,3 +111,10 @@ def test_schema_examples_are_typed_as_their_shape_and_field() -> None:
     assert 'export const doc0: T.ReviewRequest = {\n  "questionId": "a"\n};' in text
     assert "export const example0: T.ReviewRequest = {" in text
     assert 'export const example1: T.ReviewRequest["user"] = "teacher-1";' in text
+
+
+def test_an_error_body_leaves_its_null_fields_out(bundle: dict) -> None:
+    # quiz_servicekit writes error replies with exclude_none: retry_after_s is often absent.
+    error = bundle["schema"]["$defs"]["ErrorBody"]
+    assert error["required"] == ["code", "message"]
+    assert "absent" in error["description"]

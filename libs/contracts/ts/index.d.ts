@@ -1539,7 +1539,7 @@ export interface EmptyRequest {}
 /**
  * Every error on the wire.
  *
- * Read by a client (reply, received event): pydantic's serialization schema, every field present.
+ * Read by a client (reply, received event): pydantic's serialization schema, every field present. Except: written with exclude_none, so a field that would be null is absent.
  */
 export interface ErrorBody {
   code: ErrorCode;
@@ -1547,8 +1547,8 @@ export interface ErrorBody {
   /**
    * When to try again, for rate_limited and runner_busy.
    */
-  retry_after_s: number | null;
-  details: {
+  retry_after_s?: number | null;
+  details?: {
     [k: string]: unknown | undefined;
   } | null;
 }

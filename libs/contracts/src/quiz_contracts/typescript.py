@@ -57,8 +57,12 @@ ROLE_NOTE: dict[Role | Literal["both"], str] = {
 ROOT_NAME = "WireShapes"
 # Stands for one subject token when a `*_subject` function of quiz_contracts.subjects is
 # turned into a template literal type.
-_TOKEN = "TOKEN0TOKEN"
+_SUBJECT_TOKEN_MARK = "SUBJECT0TOKEN"
 _INPUT_SUFFIX = "Input"
+# Models our services write with `exclude_none=True` (quiz_servicekit's error replies, on NATS
+# and HTTP): a field whose value is None is absent, so their read shape keeps such fields
+# optional, as their written shape does.
+SPARSE_MODELS: tuple[type[BaseModel], ...] = (ErrorBody,)
 
 
 class ContractSchemaError(ValueError):
@@ -165,6 +169,7 @@ def typescript_bundle() -> dict[str, Any]:
         if "$ref" not in keys[(shape.name, MODE[shape.role])]:
             # A union body (PollIdeaAction): a definition of its own, under its name.
             defs[shape.name] = keys[(shape.name, MODE[shape.role])]
+    _sparse(defs)
     renames = _ts_names(defs)
     roles = _roles(shapes, keys, defs, renames)
     ts_defs: dict[str, Any] = {}
@@ -240,6 +245,21 @@ def _schemas(shapes: list[Shape]) -> tuple[dict[tuple[str, str], Any], dict[str,
     return dict(keys), dict(top.get("$defs", {}))
 
 
+def _sparse(defs: dict[str, Any]) -> None:
+    """SPARSE_MODELS' read shapes: a field with a default of None is optional (absent)."""
+    for model in SPARSE_MODELS:
+        optional = {
+            field.alias or name
+            for name, field in model.model_fields.items()
+            if not field.is_required() and field.default is None
+        }
+        for def_name in (model.__name__, f"{model.__name__}-Output"):
+            if def_name in defs and "required" in defs[def_name]:
+                defs[def_name]["required"] = [
+                    r for r in defs[def_name]["required"] if r not in optional
+                ]
+
+
 def _ts_names(defs: dict[str, Any]) -> dict[str, str]:
     """pydantic's definition names → TypeScript names: `X-Output` is `X`, `X-Input` `XInput`."""
     renames: dict[str, str] = {}
@@ -265,6 +285,8 @@ def _for_typescript(
     out = _strip(schema, renames)
     out["title"] = name
     note = ROLE_NOTE[role]
+    if name in {m.__name__ for m in SPARSE_MODELS}:
+        note += " Except: written with exclude_none, so a field that would be null is absent."
     out["description"] = f"{out['description']}\n\n{note}" if out.get("description") else note
     return out
 
@@ -318,7 +340,7 @@ def subject_templates() -> dict[str, str]:
     for name, value in vars(subjects).items():
         if name.endswith("_subject") and inspect.isfunction(value):
             type_name = "".join(part.capitalize() for part in name.split("_"))
-            found[type_name] = value(_TOKEN).replace(_TOKEN, "${string}")
+            found[type_name] = value(_SUBJECT_TOKEN_MARK).replace(_SUBJECT_TOKEN_MARK, "${string}")
     return dict(sorted(found.items()))
 
 
