@@ -118,3 +118,8 @@ def test_an_error_body_leaves_its_null_fields_out(bundle: dict) -> None:
     error = bundle["schema"]["$defs"]["ErrorBody"]
     assert error["required"] == ["code", "message"]
     assert "absent" in error["description"]
+
+
+def test_the_contracts_schema_examples_are_typed(bundle: dict) -> None:
+    text = typed_examples(bundle, {})
+    assert "// ReviewRequest (schema examples)\nexport const example0: T.ReviewRequest = {" in text

@@ -57,7 +57,7 @@ ROLE_NOTE: dict[Role | Literal["both"], str] = {
 ROOT_NAME = "WireShapes"
 # Stands for one subject token when a `*_subject` function of quiz_contracts.subjects is
 # turned into a template literal type.
-_SUBJECT_TOKEN_MARK = "SUBJECT0TOKEN"
+_PLACEHOLDER = "SUBJECT0PART"
 _INPUT_SUFFIX = "Input"
 # Models our services write with `exclude_none=True` (quiz_servicekit's error replies, on NATS
 # and HTTP): a field whose value is None is absent, so their read shape keeps such fields
@@ -238,11 +238,14 @@ def _roles(
 
 def _schemas(shapes: list[Shape]) -> tuple[dict[tuple[str, str], Any], dict[str, Any]]:
     """The shapes' schemas by (name, mode) and their shared definitions."""
-    inputs = [(s.name, MODE[s.role], TypeAdapter(s.type)) for s in shapes]
+    inputs: list[tuple[str, JsonSchemaMode, TypeAdapter[Any]]] = [
+        (s.name, MODE[s.role], TypeAdapter(s.type)) for s in shapes
+    ]
     keys, top = TypeAdapter.json_schemas(
         inputs, ref_template="#/$defs/{model}", schema_generator=_ClientSchema
     )
-    return dict(keys), dict(top.get("$defs", {}))
+    by_name: dict[tuple[str, str], Any] = {(name, mode): v for (name, mode), v in keys.items()}
+    return by_name, dict(top.get("$defs", {}))
 
 
 def _sparse(defs: dict[str, Any]) -> None:
@@ -340,7 +343,7 @@ def subject_templates() -> dict[str, str]:
     for name, value in vars(subjects).items():
         if name.endswith("_subject") and inspect.isfunction(value):
             type_name = "".join(part.capitalize() for part in name.split("_"))
-            found[type_name] = value(_SUBJECT_TOKEN_MARK).replace(_SUBJECT_TOKEN_MARK, "${string}")
+            found[type_name] = value(_PLACEHOLDER).replace(_PLACEHOLDER, "${string}")
     return dict(sorted(found.items()))
 
 

@@ -43,3 +43,38 @@ export async function main(servers: string, password: string): Promise<void> {
   }
   await nc.drain();
 }
+
+/** What `review.v1.completed` carries after a review with one finding (tsc checks the shape). */
+export const completedWithFindings: ReviewCompleted = {
+  questionId: "3f1c2a7e-0000-4000-8000-000000000001",
+  poolId: "5d2e9c10-0000-4000-8000-000000000002",
+  versionId: "9b0d1e4f-0000-4000-8000-00000000000a",
+  requestId: "edit:9b0d1e4f-0000-4000-8000-00000000000a",
+  review: {
+    versionNumber: 3,
+    state: "findings",
+    findings: [
+      {
+        severity: "notice",
+        path: "choices.1.text",
+        message: 'Spelling: "recieve" should be "receive".',
+        fix: { from: "recieve", to: "receive" },
+        applied: false,
+      },
+    ],
+    reviewedAt: "2026-11-03T02:14:05Z",
+  },
+  pill: { state: "findings", count: 1, worst: "notice" },
+  error: null,
+};
+
+/** And after a refusal: no review, an error (`retry_after_s` and `details` left out). */
+export const completedRefused: ReviewCompleted = {
+  questionId: "3f1c2a7e-0000-4000-8000-000000000001",
+  poolId: null,
+  versionId: null,
+  requestId: null,
+  review: null,
+  pill: null,
+  error: { code: "review_unsupported", message: "circuit questions are not reviewed" },
+};
