@@ -91,11 +91,23 @@ def node_tools() -> str | None:
     return None
 
 
+def installed_as_locked() -> bool:
+    """node_modules holds the lockfile's packages at the lockfile's versions."""
+    installed = PACKAGE / "node_modules" / ".package-lock.json"
+    if not installed.exists() or not (PACKAGE / "node_modules" / ".bin" / "tsc").exists():
+        return False
+
+    def versions(path: Path) -> dict[str, str | None]:
+        packages = json.loads(path.read_text())["packages"]
+        return {k: v.get("version") for k, v in packages.items() if k}
+
+    return versions(PACKAGE / "package-lock.json") == versions(installed)
+
+
 def ensure_node_modules() -> None:
-    """`npm ci` from the lockfile when the tools are missing (the only step needing network)."""
-    if (PACKAGE / "node_modules" / ".bin" / "tsc").exists() and (
-        PACKAGE / "node_modules" / "json-schema-to-typescript"
-    ).exists():
+    """`npm ci` from the lockfile when node_modules is missing or not the lockfile's (the only
+    step that needs the network)."""
+    if installed_as_locked():
         return
     print("npm ci (libs/contracts/ts/package-lock.json)", file=sys.stderr)
     subprocess.run(

@@ -18,9 +18,12 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "libs" / "contracts" / "ts"
 
-pytestmark = pytest.mark.skipif(
-    shutil.which("node") is None or shutil.which("npm") is None, reason="no node/npm"
-)
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        shutil.which("node") is None or shutil.which("npm") is None, reason="no node/npm"
+    ),
+]
 
 
 def gen_ts(*args: str, root: Path = ROOT) -> subprocess.CompletedProcess[str]:
@@ -65,23 +68,25 @@ def test_a_stale_file_fails_and_says_run_make_ts(copy: Path) -> None:
     assert "run `make ts`" in result.stderr
 
 
-@pytest.mark.parametrize(
-    "example",
-    [
+def test_each_wrong_docs_example_fails_tsc(copy: Path) -> None:
+    """Two wrong lessons in one run (each run costs a generation and tsc): both are named."""
+    wrong = {
+        "lesson-wrong-title.json": {"title": 3, "sections": []},  # a number for a string
+        "lesson-wrong-missing.json": {"title": "Bees"},  # a required field missing
         # (a Lesson keeps unknown fields, extra="allow": a misspelt one is not wrong there)
-        {"title": 3, "sections": []},  # a number for a string
-        {"title": "Bees"},  # a required field missing
-    ],
-)
-def test_a_wrong_docs_example_fails_tsc(copy: Path, example: dict) -> None:
-    wrong = copy / "docs/examples/lesson-wrong.json"
-    wrong.write_text(json.dumps(example))
+    }
+    for name, example in wrong.items():
+        (copy / "docs/examples" / name).write_text(json.dumps(example))
     try:
         result = gen_ts("--check", root=copy)
     finally:
-        wrong.unlink()
+        for name in wrong:
+            (copy / "docs/examples" / name).unlink()
     assert result.returncode == 1
-    assert "examples.ts" in result.stdout, result.stdout  # tsc names the typed example
+    errors = [line for line in result.stdout.splitlines() if "examples.ts(" in line]
+    assert any("TS2322" in e and "number" in e for e in errors), result.stdout  # the title
+    assert any("sections" in e for e in errors), result.stdout  # the missing field
+    assert "a typed example fail" in result.stderr
 
 
 def test_a_wrong_typescript_example_fails_tsc(copy: Path) -> None:
