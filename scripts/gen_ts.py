@@ -13,6 +13,7 @@ missing, so the network is needed only then. docs/contracts-typescript.md.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -141,10 +142,31 @@ def documents() -> dict[str, Any]:
     }
 
 
-def tsc(*args: str) -> int:
-    return subprocess.run(
-        [str(PACKAGE / "node_modules" / ".bin" / "tsc"), *args], cwd=PACKAGE, check=False
-    ).returncode
+def tsc(*args: str) -> tuple[int, str]:
+    """tsc's exit status and its report (also printed)."""
+    run = subprocess.run(
+        [str(PACKAGE / "node_modules" / ".bin" / "tsc"), *args],
+        cwd=PACKAGE,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    print(run.stdout, end="")
+    return run.returncode, run.stdout
+
+
+def failing_examples(report: str, examples: str) -> list[str]:
+    """The examples tsc refused: the `// <source>` comment above each line it names."""
+    lines = examples.splitlines()
+    found: list[str] = []
+    for number in re.findall(r"examples\.ts\((\d+),", report):
+        source = next(
+            (lines[i][3:] for i in range(int(number) - 1, -1, -1) if lines[i].startswith("// ")),
+            "?",
+        )
+        if source not in found:
+            found.append(source)
+    return found
 
 
 def check() -> int:
@@ -164,14 +186,31 @@ def check() -> int:
                 file=sys.stderr,
             )
             return 1
-        (out / "examples.ts").write_text(typed_examples(bundle, documents()))
-        strict = ["--strict", "--noEmit", "--target", "es2022", "--module", "nodenext"]
-        if tsc(*strict, str(out / "index.d.ts"), str(out / "examples.ts")) != 0:
-            print("tsc --strict: the types or a typed example fail (above)", file=sys.stderr)
+        # One tsc over the committed types (equal to the fresh ones by now), the package's
+        # examples/ and the typed examples: half the time of two passes.
+        examples = typed_examples(bundle, documents()).replace(
+            'from "./index"', f"from {json.dumps(str(PACKAGE / 'index'))}"
+        )
+        (out / "examples.ts").write_text(examples)
+        tsconfig = {
+            "extends": str(PACKAGE / "tsconfig.json"),
+            "include": [
+                str(PACKAGE / "index.d.ts"),
+                str(PACKAGE / "examples" / "**" / "*.ts"),
+                str(out / "examples.ts"),
+            ],
+        }
+        (out / "tsconfig.json").write_text(json.dumps(tsconfig))
+        status, report = tsc("-p", str(out / "tsconfig.json"))
+        for source in failing_examples(report, examples):
+            print(f"wrong shape: {source}", file=sys.stderr)
+        if status != 0:
+            print(
+                "tsc --strict: the types, a typed example or libs/contracts/ts/examples fail "
+                "(above)",
+                file=sys.stderr,
+            )
             return 1
-    if tsc("-p", "tsconfig.json") != 0:
-        print("tsc --strict: libs/contracts/ts/examples fail (above)", file=sys.stderr)
-        return 1
     print("libs/contracts/ts: fresh; tsc --strict passes on the types and every example")
     return 0
 

@@ -86,7 +86,8 @@ def test_each_wrong_docs_example_fails_tsc(copy: Path) -> None:
     errors = [line for line in result.stdout.splitlines() if "examples.ts(" in line]
     assert any("TS2322" in e and "number" in e for e in errors), result.stdout  # the title
     assert any("sections" in e for e in errors), result.stdout  # the missing field
-    assert "a typed example fail" in result.stderr
+    assert "wrong shape: docs/examples/lesson-wrong-title.json" in result.stderr
+    assert "wrong shape: docs/examples/lesson-wrong-missing.json" in result.stderr
 
 
 def test_a_wrong_typescript_example_fails_tsc(copy: Path) -> None:
