@@ -8,7 +8,7 @@ docs/asyncapi.json (the same contracts' JSON Schemas, in Python alone); the bund
 `quiz_contracts.typescript` (every shape in its role); json-schema-to-typescript on it
 (`node libs/contracts/ts/scripts/generate.mjs`, a process); the whole of `make ts` into a
 temporary directory (scripts/gen_ts.py `generate`); and `make ts-check` (generation, the stale
-comparison, tsc --strict twice). Prints the median seconds of `--runs` runs and each one's
+comparison, one tsc --strict pass). Prints the median seconds of `--runs` runs and each one's
 ratio to the baseline.
 """
 
@@ -74,7 +74,7 @@ def main() -> int:
         "bundle (quiz_contracts.typescript)": typescript_bundle,
         "json-schema-to-typescript (node)": compile_only,
         "make ts (whole, temp dir)": make_ts,
-        "make ts-check (gen + stale + tsc x2)": make_ts_check,
+        "make ts-check (gen + stale + tsc)": make_ts_check,
     }
     figures: dict[str, list[float]] = {name: [] for name in steps}
     for _ in range(runs):

@@ -3,11 +3,12 @@
 `gen_ts.py` writes libs/contracts/ts/index.d.ts and index.js from quiz_contracts
 (quiz_contracts.typescript builds the schemas, json-schema-to-typescript compiles them).
 `gen_ts.py --check` regenerates both into a temporary directory, fails when the committed ones
-differ ("run make ts"), then runs `tsc --strict --noEmit` on the fresh types with every example
-typed (docs/examples/*.json and each schema `examples` entry) and on libs/contracts/ts (its
-examples/). Exit status 0 when all pass, 1 otherwise, 3 when node or npm is missing (the
-message says how to get them). node_modules is installed with `npm ci` from the lockfile when
-missing, so the network is needed only then. docs/contracts-typescript.md.
+differ ("run make ts"), then runs one `tsc --strict --noEmit` pass over the types, every
+example typed (docs/examples/*.json and each schema `examples` entry; a refused one is named)
+and libs/contracts/ts/examples/. Exit status 0 when all pass, 1 otherwise, 3 when node or npm
+is missing (the message says how to get them). node_modules is installed with `npm ci` from
+the lockfile when missing or not the lockfile's, so the network is needed only then.
+docs/contracts-typescript.md.
 """
 
 from __future__ import annotations
