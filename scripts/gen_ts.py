@@ -44,8 +44,9 @@ HEADER = """\
 // - {both}
 // - {other}
 // A model nested in written and read shapes whose two schemas differ is exported twice:
-// `Name` (read) and `NameInput` (written). Objects are closed (no index signature): within v1
-// a reply may gain fields, which a newer version of this package then declares.
+// `Name` (read) and `NameInput` (written). Objects are closed (no index signature) but the
+// lesson's documents, which keep unknown fields: within v1 a reply may gain fields, which a
+// newer version of this package then declares.
 """
 
 

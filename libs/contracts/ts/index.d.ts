@@ -8,13 +8,14 @@
 // - Part of written and read shapes alike: one schema in both roles.
 // - Not a platform client's message (a record our services write and read back, or a shape carried inside a dict): pydantic's serialization schema, every field present.
 // A model nested in written and read shapes whose two schemas differ is exported twice:
-// `Name` (read) and `NameInput` (written). Objects are closed (no index signature): within v1
-// a reply may gain fields, which a newer version of this package then declares.
+// `Name` (read) and `NameInput` (written). Objects are closed (no index signature) but the
+// lesson's documents, which keep unknown fields: within v1 a reply may gain fields, which a
+// newer version of this package then declares.
 
 /**
  * Every error code a service may answer, on HTTP and on NATS alike.
  *
- * Read by a client (reply, received event): pydantic's serialization schema, every field present.
+ * Read by a client (reply, received event).
  */
 export type ErrorCode =
   | "invalid_request"
@@ -58,7 +59,7 @@ export type ErrorCode =
 /**
  * Why a call is made; selects the model (PURPOSE_MODELS) and the per-person limit.
  *
- * Part of written and read shapes alike: one schema in both roles.
+ * Part of written and read shapes alike.
  */
 export type Purpose = "generate" | "review" | "poll" | "lesson_fix" | "assistant";
 /**
@@ -68,7 +69,7 @@ export type Purpose = "generate" | "review" | "poll" | "lesson_fix" | "assistant
  * in its Models API capabilities; for a model without effort support (Haiku 4.5) it is only
  * recorded in the ledger. It never changes `max_output_tokens` or the worst case held.
  *
- * Written by a client (request, published event): pydantic's validation schema, a field with a default is optional.
+ * Written by a client (request, published event).
  */
 export type Effort = "low" | "medium" | "high";
 /**
@@ -77,7 +78,7 @@ export type Effort = "low" | "medium" | "high";
  * The platform's LLM vocabulary (`LLM_ERROR_CODES`) plus `run_cap`; the gateway's own codes
  * map onto it (`quiz_poll.domain.ai_run.board_error`).
  *
- * Read by a client (reply, received event): pydantic's serialization schema, every field present.
+ * Read by a client (reply, received event).
  */
 export type PollAiError =
   | "not_configured"
@@ -91,25 +92,25 @@ export type PollAiError =
   | "provider_error"
   | "run_cap";
 /**
- * Written by a client (request, published event): pydantic's validation schema, a field with a default is optional.
+ * Written by a client (request, published event).
  */
 export type PollIdeaAction = StatusAction | MergeAction | DetachAction | RenameAction;
 /**
  * The state of one version's review row (ADR-060 §3).
  *
- * Read by a client (reply, received event): pydantic's serialization schema, every field present.
+ * Read by a client (reply, received event).
  */
 export type ReviewState = "clean" | "findings" | "ignored" | "failed";
 /**
  * How bad a finding is (ADR-060 §2), mildest first as in the platform's REVIEW_SEVERITIES.
  *
- * Read by a client (reply, received event): pydantic's serialization schema, every field present.
+ * Read by a client (reply, received event).
  */
 export type Severity = "notice" | "warn" | "error";
 /**
  * Languages the runner offers (a given host may offer fewer: `unsupported_language`).
  *
- * Read by a client (reply, received event): pydantic's serialization schema, every field present.
+ * Read by a client (reply, received event).
  */
 export type RunLanguage = "python" | "c" | "cpp" | "javascript" | "java";
 

@@ -288,6 +288,8 @@ def _for_typescript(
     out = _strip(schema, renames)
     out["title"] = name
     note = ROLE_NOTE[role]
+    if "properties" not in out:  # an enum or a union: no field to be optional or present
+        note = note.split(":")[0] + "."
     if name in {m.__name__ for m in SPARSE_MODELS}:
         note += " Except: written with exclude_none, so a field that would be null is absent."
     out["description"] = f"{out['description']}\n\n{note}" if out.get("description") else note
