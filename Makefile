@@ -5,7 +5,7 @@ SHELL := /bin/bash
 export PATH := $(CURDIR)/.data/tools/bin:$(PATH)
 UV := uv
 
-.PHONY: run test lint typecheck unit bench token url docs env clean images compose-env test-deploy pages poll-demo
+.PHONY: run test lint typecheck unit bench token url docs ts ts-check env clean images compose-env test-deploy pages poll-demo
 
 env: .venv/.synced
 
@@ -26,6 +26,9 @@ run: env
 
 test: env lint typecheck
 	@scripts/ensure-test-tools.sh
+	@# The TypeScript types (issue 33): always checked where node is; said skipped elsewhere.
+	@if command -v node >/dev/null && command -v npm >/dev/null; then $(MAKE) -s ts-check; \
+	else echo "make test: skipped ts-check (no node/npm; make ts-check says how to get them)"; fi
 	@$(UV) run --no-sync pytest; rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "pytest collected no test: failing on purpose"; exit 1; fi; exit $$rc
 
@@ -63,6 +66,16 @@ clean:
 
 docs: env
 	$(UV) run --no-sync python scripts/gen_asyncapi.py
+
+# The contracts as TypeScript (docs/contracts-typescript.md): `make ts` rewrites
+# libs/contracts/ts/index.d.ts and index.js (commit them); `make ts-check` fails when they are
+# stale and runs tsc --strict on them and on every example. Node 20+ and npm; `npm ci` from the
+# package's lockfile when node_modules is missing (the only step that needs the network).
+ts: env
+	@$(UV) run --no-sync python scripts/gen_ts.py
+
+ts-check: env
+	@$(UV) run --no-sync python scripts/gen_ts.py --check
 
 # Deployment (docs/operations.md): the images on a Debian base built here (no registry needed;
 # BASE_IMAGE=python:3.11-slim elsewhere), what compose reads from .data, and the compose stack

@@ -244,6 +244,19 @@ class ReviewRequest(ReviewModel):
     except a `failed` one.
     """
 
+    # Typed by `make ts-check` as a TypeScript ReviewRequest (docs/contracts-typescript.md).
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "questionId": "3f1c2a7e-0000-4000-8000-000000000001",
+                    "versionId": "9b0d1e4f-0000-4000-8000-00000000000a",
+                    "requestId": "edit:9b0d1e4f-0000-4000-8000-00000000000a",
+                }
+            ]
+        }
+    )
+
     question_id: Id
     version_id: Id | None = Field(
         default=None, description="The version to review; null: the latest published one."
