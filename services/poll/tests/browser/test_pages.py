@@ -449,7 +449,11 @@ async def test_participant_page_sends_each_add_and_remove(
     await page.wait_for_function("() => document.querySelectorAll('#mine li .text').length === 1")
     assert len(posts) == 3, posts
     r = await http.get(f"{site.api(ev)}/answer", headers={"Authorization": f"Bearer {token}"})
-    assert r.json() == {"ideas": ["l'eau"], "waiting": ["l'eau"]}  # moderation on, anonymous
+    assert r.json() == {
+        "ideas": ["l'eau"],
+        "waiting": ["l'eau"],
+        "hidden": [],
+    }  # moderation on, anonymous
     # The AI notice is shown only while the switch is on (it is off here).
     assert await page.locator("#ai-notice").is_hidden()
     # Usable on a phone: nothing wider than the screen.
