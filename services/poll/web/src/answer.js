@@ -57,6 +57,8 @@ function draw() {
   const atLimit = maxIdeas !== null && ideas.length >= maxIdeas;
   addButton.disabled = busy || atLimit || !!locked;
   input.disabled = !!locked;
+  // A link that opens nothing has no list of ideas to show: only the reason and what to do.
+  document.getElementById("mine-title").hidden = !!locked;
   // Why Add is greyed, beside it (and read with it by a screen reader).
   full.textContent = locked ? "" : atLimit ? tn("answer.full", maxIdeas) : "";
   full.hidden = !full.textContent;
