@@ -369,7 +369,7 @@ async def test_board_merge_rename_hide_detach_show_on_the_wall(
     # Rename by keyboard: the wall's label changes.
     await board.locator('button[data-focus="rename:respiration"]').focus()
     await board.keyboard.press("Enter")
-    field = board.get_by_label("Cluster name")
+    field = board.get_by_label("Group name")
     await field.fill("Respirer")
     await field.press("Enter")
     await wall.wait_for_function(
