@@ -135,6 +135,7 @@ def test_the_board_reads_the_platforms_json() -> None:
     ai = dumped["ai"]
     assert (ai.pop("model"), ai.pop("provider"), ai.pop("demo")) == (None, None, False)
     assert dumped["clusters"][0]["variants"][0].pop("newSpellings") == []
+    assert dumped["clusters"][0]["variants"][0].pop("onWall") is None
     assert dumped == body
 
 

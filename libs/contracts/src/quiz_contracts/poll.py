@@ -227,7 +227,8 @@ class PollIdeaVariant(CamelModel):
 
     `newSpellings` is this service's addition (issue 21): for an approved key, the spellings
     participants hold now, as the room would read them, that the teacher has not approved —
-    the room does not read them until the teacher approves the key with them.
+    the room does not read them until the teacher approves the key with them. `onWall`
+    (issue 34): what the room reads of it, so a new spelling is shown beside what the wall has.
     """
 
     key: str
@@ -241,6 +242,14 @@ class PollIdeaVariant(CamelModel):
     new_spellings: list[str] = Field(
         default_factory=list,
         description="An approved key's spellings not approved yet (as the room would read them).",
+    )
+    on_wall: str | None = Field(
+        default=None,
+        max_length=200,
+        description=(
+            "What the room reads of it while it is visible (its correction, else its approved "
+            "spelling), else null; issue 34: the board shows it beside a new spelling."
+        ),
     )
 
 

@@ -44,6 +44,7 @@ async def test_a_new_spelling_waits_on_the_board_until_approved(
     # approval offered names it, and the header counts it among the ideas waiting.
     row = board.locator('li.variant[data-key="velo"]')
     assert await row.locator(".status").inner_text() == "new spelling to approve"
+    assert await row.locator(".on-wall").inner_text() == "On the wall as “vélo”"
     assert await row.locator(".actions button").all_inner_texts() == [
         "Approve the new spelling",
         "Hide",

@@ -154,7 +154,9 @@ function variantRow(cluster, v) {
       v.correction && v.correction !== v.text
         ? h("span", { class: "correction" }, h("span", { class: "sr-only" }, `${t("board.correction")}: `), `→ ${v.correction}`)
         : null,
-      // Spellings typed after the approval: the room does not read them until "Approve" again.
+      // Spellings typed after the approval: the room does not read them until "Approve" again;
+      // beside them, what the wall reads now (the typed text above may be the new spelling).
+      fresh.length && v.onWall ? h("span", { class: "on-wall" }, t("board.onWall", { text: v.onWall })) : null,
       fresh.length ? h("span", { class: "new-spellings" }, t("board.newSpellings", { list: fresh.join(" · ") })) : null,
     ),
     h("span", { class: `status ${state}` }, t(`board.status.${state}`)),

@@ -141,6 +141,7 @@ def board_view(board: Board, moderation: bool, ai: PollAiState) -> PollIdeaBoard
                         count=v.count,
                         status=v.status,
                         new_spellings=list(v.new_spellings),
+                        on_wall=v.room_shown if v.visible else None,
                     )
                     for v in c.variants
                 ],
