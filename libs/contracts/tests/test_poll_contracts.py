@@ -128,10 +128,14 @@ def test_the_board_reads_the_platforms_json() -> None:
     }
     board = PollIdeaBoard.model_validate(body)
     # Our additions to the AI line (the run's calls against its cap, issue 16) and a variant's
-    # new spellings (issue 21) are the only differences from the platform's JSON.
+    # new spellings (issue 21), the model the gateway reports (issue 34) are the only
+    # differences from the platform's JSON.
     dumped = json.loads(board.model_dump_json())
     assert dumped["ai"].pop("calls") == 0 and dumped["ai"].pop("runCap") == 200
+    ai = dumped["ai"]
+    assert (ai.pop("model"), ai.pop("provider"), ai.pop("demo")) == (None, None, False)
     assert dumped["clusters"][0]["variants"][0].pop("newSpellings") == []
+    assert dumped["clusters"][0]["variants"][0].pop("onWall") is None
     assert dumped == body
 
 

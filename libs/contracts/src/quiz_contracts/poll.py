@@ -179,10 +179,13 @@ class PollMyAnswer(BrainstormAnswer):
 
     This service's addition (issue 22): `waiting` lists the ideas of `ideas` that wait for the
     teacher's approval (moderation on, neither approved nor hidden), so the participant page
-    says "waiting for approval" under them; empty with moderation off.
+    says "waiting for approval" under them; empty with moderation off. `hidden` (issue 34)
+    lists those the teacher or the model hid: never shown in the room, whatever the switches,
+    so the page marks them "not shown".
     """
 
     waiting: list[str] = Field(default_factory=list, max_length=MAX_IDEAS_LIMIT)
+    hidden: list[str] = Field(default_factory=list, max_length=MAX_IDEAS_LIMIT)
 
 
 class PollSharedIdea(CamelModel):
@@ -224,7 +227,8 @@ class PollIdeaVariant(CamelModel):
 
     `newSpellings` is this service's addition (issue 21): for an approved key, the spellings
     participants hold now, as the room would read them, that the teacher has not approved —
-    the room does not read them until the teacher approves the key with them.
+    the room does not read them until the teacher approves the key with them. `onWall`
+    (issue 34): what the room reads of it, so a new spelling is shown beside what the wall has.
     """
 
     key: str
@@ -238,6 +242,14 @@ class PollIdeaVariant(CamelModel):
     new_spellings: list[str] = Field(
         default_factory=list,
         description="An approved key's spellings not approved yet (as the room would read them).",
+    )
+    on_wall: str | None = Field(
+        default=None,
+        max_length=200,
+        description=(
+            "What the room reads of it while it is visible (its correction, else its approved "
+            "spelling), else null; issue 34: the board shows it beside a new spelling."
+        ),
     )
 
 
@@ -279,6 +291,7 @@ class PollAiState(CamelModel):
 
     `calls` and `runCap` are this service's additions to the platform's shape (the board shows
     the run's call count against its cap, issue 16); the run restarts at 0 when AI is switched on.
+    `model`, `provider` and `demo` too (issue 34): the notices name the provider configured.
     """
 
     available: bool
@@ -286,6 +299,20 @@ class PollAiState(CamelModel):
     error: PollAiError | None
     calls: int = Field(default=0, ge=0, description="Model calls made by this run.")
     run_cap: int = Field(default=AI_RUN_CAP, ge=1, description="The most a run may make.")
+    model: str | None = Field(
+        default=None,
+        max_length=200,
+        description="The model the gateway calls for purpose poll, as it reports it (issue 34).",
+    )
+    provider: str | None = Field(
+        default=None,
+        max_length=200,
+        description="Who runs that model, read from its id (`claude-…`: Anthropic); null unknown.",
+    )
+    demo: bool = Field(
+        default=False,
+        description="The gateway answers with the demo's canned replies (`make run DEMO=1`).",
+    )
 
 
 class PollIdeaBoard(CamelModel):
@@ -373,10 +400,19 @@ class PollPageSettings(PollSettings):
 
     This service's addition (issue 16): the participant page disables "Add" at `maxIdeas`
     rather than learning it from a 422, and the wall titles the cloud with the `prompt`.
+    Issue 34: the model the poll's AI would call, who runs it, and whether it is the demo's
+    canned replies, so the pages' notices name what is actually configured.
     """
 
     prompt: str = Field(default="", max_length=20_000)
     max_ideas: int = Field(default=DEFAULT_MAX_IDEAS, ge=1, le=MAX_IDEAS_LIMIT)
+    ai_model: str | None = Field(
+        default=None, max_length=200, description="As `PollAiState.model` (issue 34)."
+    )
+    ai_provider: str | None = Field(
+        default=None, max_length=200, description="As `PollAiState.provider` (issue 34)."
+    )
+    demo: bool = Field(default=False, description="As `PollAiState.demo` (issue 34).")
 
 
 class PollRevealBody(CamelModel):

@@ -54,6 +54,7 @@ from quiz_poll.domain.ai_run import (
     pass_running,
 )
 from quiz_poll.domain.masking import NameMask, name_mask, people_to_mask
+from quiz_poll.domain.provider import NO_MODEL, ModelSight
 from quiz_poll.metrics import PollMetrics
 from quiz_poll.repository import PollRepository
 from quiz_servicekit.llm import LlmClient, LlmNotAnswered
@@ -101,7 +102,7 @@ class AiPasses:
         self.sleep = sleep
         self.job_delay_s = job_delay_s
         self.deadline_s = deadline_s
-        self._availability: SingleFlight[bool] = SingleFlight(availability_ttl_s, monotonic)
+        self._availability: SingleFlight[ModelSight] = SingleFlight(availability_ttl_s, monotonic)
         # Passes this replica runs, and its failures' cool-downs: an answer then skips the
         # claim (a write) that could not succeed. Other replicas' passes are the row's to tell.
         self._passes: dict[str, float] = {}  # evaluation -> the lease of our pass
@@ -132,19 +133,33 @@ class AiPasses:
     async def available(self) -> bool:
         """Whether the gateway can call a model for purpose poll (asked once per
         `availability_ttl_s`, its callers meanwhile sharing the answer)."""
+        return (await self.sight()).available
+
+    async def sight(self) -> ModelSight:
+        """What the gateway says of purpose poll: available, and the model it calls (the
+        notices name its provider, or say "demo"; issue 34). Asked as `available`."""
         return await self._availability.run(Purpose.poll, self._ask_available)
 
-    async def _ask_available(self) -> bool:
+    async def _ask_available(self) -> ModelSight:
         try:
-            return (await self.llm.availability(Purpose.poll)).available
+            reply = await self.llm.availability(Purpose.poll)
         except ContractError:
-            return False
+            return NO_MODEL
+        # The client answers for a gateway that did not (fail closed): llm_failed with no model.
+        # That is "the gateway does not answer", not a provider failing.
+        answered = bool(reply.models)
+        reason = reply.reason.value if reply.reason is not None and answered else None
+        return ModelSight(reply.available, reply.models.get(Purpose.poll), reason)
 
     async def state(self, live: LivePoll) -> PollAiState:
         """The board's AI part: a model callable, the switch, the run's calls and last error."""
         run = await self.repo.ai_run(live.row.evaluation_id)
+        sight = await self.sight()
         return PollAiState(
-            available=await self.available(),
+            available=sight.available,
+            model=sight.model,
+            provider=sight.provider,
+            demo=sight.demo,
             on=live.row.ai,
             error=run.error if run is not None else None,
             calls=run.calls if run is not None else 0,

@@ -122,7 +122,11 @@ def poll_router(poll_service: ServiceRef[PollService]) -> APIRouter:
         """The participant's whole answer (`{ideas}`), sent on every Add and Remove (§8); the
         answer is the stored one, with the ideas waiting for approval (`PollMyAnswer`)."""
         ideas = await service.answer(evaluationId, participant_of(access), body)
-        return PollMyAnswer(ideas=ideas, waiting=await service.waiting(evaluationId, ideas))
+        return PollMyAnswer(
+            ideas=ideas,
+            waiting=await service.waiting(evaluationId, ideas),
+            hidden=await service.hidden(evaluationId, ideas),
+        )
 
     @router.get("/answer", response_model=PollMyAnswer, responses=_COMMON)
     async def get_answer(
@@ -131,10 +135,11 @@ def poll_router(poll_service: ServiceRef[PollService]) -> APIRouter:
         access: Access = Depends(anyone),
         service: PollServiceDep,
     ) -> PollMyAnswer:
-        """My current answer, as I typed it, with its ideas waiting for approval."""
+        """My answer as I typed it, with the ideas waiting for approval and those hidden."""
         ideas = await service.my_answer(evaluationId, participant_of(access).attempt_id)
         waiting = await service.waiting(evaluationId, ideas)
-        return PollMyAnswer.model_construct(ideas=ideas, waiting=waiting)
+        hidden = await service.hidden(evaluationId, ideas)
+        return PollMyAnswer.model_construct(ideas=ideas, waiting=waiting, hidden=hidden)
 
     @router.get("/settings", response_model=PollPageSettings, responses=_COMMON)
     async def get_settings(

@@ -48,7 +48,12 @@ from quiz_poll.cache import (
 from quiz_poll.domain.ai import retroactive_marks
 from quiz_poll.domain.freeze import FREEZE_AFTER, freeze, frozen_view
 from quiz_poll.domain.ideas import check_answer
-from quiz_poll.domain.marks import apply_idea_action, default_settings, waiting_ideas
+from quiz_poll.domain.marks import (
+    apply_idea_action,
+    default_settings,
+    hidden_ideas,
+    waiting_ideas,
+)
 from quiz_poll.domain.views import apply_switches, board_view
 from quiz_poll.frames import FrameFanout
 from quiz_poll.live import StreamQuota, Subscriber
@@ -239,6 +244,11 @@ class PollService:
         live = await self.polls.live(evaluation_id)
         return waiting_ideas(ideas, live.tally.marks, live.row.moderation)
 
+    async def hidden(self, evaluation_id: str, ideas: list[str]) -> list[str]:
+        """Those of `ideas` the teacher or the model hid (`hidden_ideas`; issue 34)."""
+        live = await self.polls.live(evaluation_id)
+        return hidden_ideas(ideas, live.tally.marks)
+
     # --- reading -------------------------------------------------------------------------------
 
     async def settings(self, evaluation_id: str) -> PollSettings:
@@ -247,10 +257,14 @@ class PollService:
     async def page_settings(self, evaluation_id: str) -> PollPageSettings:
         """The switches and the question, for the pages (`GET …/poll/settings`)."""
         live = await self.polls.live(evaluation_id)
+        sight = await self.ai.sight()
         return PollPageSettings(
             **live.settings.model_dump(by_alias=False),
             prompt=live.row.prompt,
             max_ideas=live.row.max_ideas,
+            ai_model=sight.model,
+            ai_provider=sight.provider,
+            demo=sight.demo,
         )
 
     async def tally_frame(self, evaluation_id: str, audience: str) -> PollTallyFrame:
@@ -290,14 +304,15 @@ class PollService:
         """The switches (votes, moderation, AI); audited as `poll.reveal`."""
         live = await self.polls.live(evaluation_id)
         turning_ai_on = bool(body.ai) and not live.row.ai
-        available = await self.ai.available() if turning_ai_on else True
+        sight = await self.ai.sight() if turning_ai_on else None
         async with live.lock:
             live = self.polls[evaluation_id]
             change = apply_switches(
                 live.settings,
                 body,
-                ai_available=available,
+                ai_available=sight is None or sight.available,
                 frozen=live.frozen_now(self.clock()),
+                unavailable_reason=sight.reason if sight is not None else None,
             )
             s = change.settings
             retro = (

@@ -80,8 +80,13 @@ async def test_the_board_shows_the_models_decisions_live(
     await board.wait_for_function(
         "() => document.getElementById('ai-notice').textContent.includes('Anthropic')"
     )
-    # The participants' page now says that a model reads the ideas (§4).
+    # The notice names the model the gateway reports and its provider (issue 34).
+    notice = await board.inner_text("#ai-notice")
+    assert "an AI model by Anthropic (claude-" in notice, notice
+    # The participants' page now says that a model reads the ideas (§4), naming it too.
     await phone.wait_for_selector("#ai-notice:not([hidden])", timeout=10000)
+    assert "by Anthropic (claude-" in await phone.inner_text("#ai-notice")
+    assert await board.locator("#demo").is_hidden()
 
     wall = await open_page(browser, site.page_url(ev, "wall", staff))
     await wall.evaluate("f => { window.__forbidden = f; }", ["idiot"])

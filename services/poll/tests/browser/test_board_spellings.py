@@ -40,6 +40,20 @@ async def test_a_new_spelling_waits_on_the_board_until_approved(
     fresh = board.locator('li.variant[data-key="velo"] .new-spellings')
     await fresh.wait_for()
     assert "VELO 🖕" in await fresh.text_content()
+    # One clear state (issue 34): "new spelling to approve", no "approved" beside it, the one
+    # approval offered names it, and the header counts it among the ideas waiting.
+    row = board.locator('li.variant[data-key="velo"]')
+    assert await row.locator(".status").inner_text() == "new spelling to approve"
+    assert await row.locator(".on-wall").inner_text() == "On the wall as “vélo”"
+    assert await row.locator(".actions button").all_inner_texts() == [
+        "Approve the new spelling",
+        "Hide",
+        "Undo decision",
+    ]
+    assert await board.inner_text("#counts") == "3 answers · 1 idea waiting for your decision"
+    # The wall's bubble counts all three (the count carries no text), in plain words.
+    head = board.locator('li.cluster[data-key="velo"] .head .count')
+    assert await head.inner_text() == "3 participants · on the wall"
     await wall.wait_for_function(
         "() => document.querySelector('.bubble[data-key=\"velo\"]').dataset.count === '3'"
     )
@@ -53,6 +67,10 @@ async def test_a_new_spelling_waits_on_the_board_until_approved(
     await wall.evaluate("() => { window.__forbidden = []; }")
     await board.locator('li.variant[data-key="velo"] button.approve').click()
     await board.locator('li.variant[data-key="velo"] .new-spellings').wait_for(state="detached")
+    # Approved and nothing new: no "Approve" left on the row, nothing waits.
+    assert await row.locator(".status").inner_text() == "approved"
+    assert await row.locator(".actions button").all_inner_texts() == ["Hide", "Undo decision"]
+    assert await board.inner_text("#counts") == "3 answers · 0 ideas waiting for your decision"
     await wall.wait_for_function(
         "() => document.querySelector('.bubble[data-key=\"velo\"] .label')"
         ".textContent === 'VELO 🖕'"

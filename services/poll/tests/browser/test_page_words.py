@@ -94,8 +94,14 @@ async def test_board_in_french_counts_in_french_and_tags_only_decisions(
     assert await board.inner_text("#counts") == "3 réponses · 1 idée attend votre décision"
     eau = board.locator('li.cluster[data-key="eau"]')
     velo = board.locator('li.cluster[data-key="velo"]')
-    assert await eau.locator(".head .count").inner_text() == "Au mur : 0 sur 2 participants"
-    assert await velo.locator(".head .count").inner_text() == "Au mur : 0 sur 1 participant"
+    # Plain words for what the wall shows of a group (issue 34).
+    assert await eau.locator(".head .count").inner_text() == "2 participants · pas au mur"
+    assert await velo.locator(".head .count").inner_text() == "1 participant · pas au mur"
+    # Only the actions that change something: a hidden idea offers no "Masquer".
+    velo_actions = await velo.locator(".variant .actions button").all_inner_texts()
+    assert velo_actions == ["Approuver", "Annuler la décision"], velo_actions
+    eau_actions = await eau.locator(".variant .actions button").all_inner_texts()
+    assert eau_actions == ["Approuver", "Masquer"], eau_actions
     assert await velo.locator(".variant .count").inner_text() == "1 participant"
     assert await eau.locator(".variant .count").inner_text() == "2 participants"
     # Tags: the hidden idea is the teacher's decision; the unmarked one has none.
@@ -109,7 +115,15 @@ async def test_board_in_french_counts_in_french_and_tags_only_decisions(
     await board.locator("#pick-velo").check()
     assert await board.inner_text("#selected-count") == "2 idées sélectionnées"
     shown = await board.inner_text("body")
-    for jargon in ("visibles", "(s)", "enseignant", "Réinitialiser", "Détacher", "en tout"):
+    for jargon in (
+        "visibles",
+        "(s)",
+        "enseignant",
+        "Réinitialiser",
+        "Détacher",
+        "en tout",
+        "cluster",
+    ):
         assert jargon not in shown, jargon
     assert await board.get_by_role("button", name="Annuler la décision").count() >= 1
     await board.screenshot(path=output / "board-fr.png", full_page=True)
@@ -169,7 +183,19 @@ async def test_wall_has_no_moderation_switch_and_no_waiting_count(
     assert await wall.inner_text("#stats") == "1 réponse · 1 participant"
     assert await projected_controls(wall) == ["Afficher les votes", "Modérer"]
     assert await wall.locator("#moderation").count() == 0
-    shown = (await wall.inner_text("body")).lower()
+    shown = await wall.inner_text("body")
     assert await wall.inner_text("h1") == PROMPT
-    assert "attente de modération" not in shown and "modération" not in shown
+    # Issue 34: the empty wall says ideas wait for moderation (not "waiting for the first
+    # ideas" under "1 réponse"), and still no count of them (issue 22).
+    await wall.wait_for_function(
+        "() => document.getElementById('note').textContent === 'Des idées attendent la modération…'"
+    )
+    assert "premières idées" not in shown and not any(
+        ch.isdigit() for ch in await wall.inner_text("#note")
+    )
     await wall.screenshot(path=output / "wall-waiting.png")
+    # The teacher hides it: nothing waits, nothing is shown — the wall says so.
+    await act(http, site, ev, {"action": "hide", "keys": ["photosynthese"]})
+    await wall.wait_for_function(
+        "() => document.getElementById('note').textContent === 'Aucune idée n’est encore au mur.'"
+    )

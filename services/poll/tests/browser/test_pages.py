@@ -369,7 +369,7 @@ async def test_board_merge_rename_hide_detach_show_on_the_wall(
     # Rename by keyboard: the wall's label changes.
     await board.locator('button[data-focus="rename:respiration"]').focus()
     await board.keyboard.press("Enter")
-    field = board.get_by_label("Cluster name")
+    field = board.get_by_label("Group name")
     await field.fill("Respirer")
     await field.press("Enter")
     await wall.wait_for_function(
@@ -408,8 +408,12 @@ async def test_ai_switch_refused_shows_the_reason_on_the_board(
     await board.wait_for_function("() => document.getElementById('problem').textContent !== ''")
     problem = await board.inner_text("#problem")
     assert "llm_unavailable" in problem and "no model can be called" in problem.lower()
+    # ... and how to get one (issue 34): the key's name and the demo.
+    assert "ANTHROPIC_API_KEY" in problem and "make run DEMO=1" in problem
     assert not await switch.is_checked()
-    assert "No model can be called" in await board.inner_text("#ai-notice")
+    notice = await board.inner_text("#ai-notice")
+    assert "No model can be called" in notice
+    assert "ANTHROPIC_API_KEY" in notice and "make run DEMO=1" in notice
     assert await board.inner_text("#ai-calls") == "Model calls: 0 of 200"  # against run_cap
     await board.screenshot(path=output / "board-ai-refused.png")
     # The same board in French.
@@ -417,6 +421,7 @@ async def test_ai_switch_refused_shows_the_reason_on_the_board(
     await fr.get_by_role("switch", name="Assistance IA").click()
     await fr.wait_for_function("() => document.getElementById('problem').textContent !== ''")
     assert "aucun modèle" in (await fr.inner_text("#problem")).lower()
+    assert "ANTHROPIC_API_KEY" in await fr.inner_text("#problem")
 
 
 async def test_participant_page_sends_each_add_and_remove(
@@ -449,7 +454,11 @@ async def test_participant_page_sends_each_add_and_remove(
     await page.wait_for_function("() => document.querySelectorAll('#mine li .text').length === 1")
     assert len(posts) == 3, posts
     r = await http.get(f"{site.api(ev)}/answer", headers={"Authorization": f"Bearer {token}"})
-    assert r.json() == {"ideas": ["l'eau"], "waiting": ["l'eau"]}  # moderation on, anonymous
+    assert r.json() == {
+        "ideas": ["l'eau"],
+        "waiting": ["l'eau"],
+        "hidden": [],
+    }  # moderation on, anonymous
     # The AI notice is shown only while the switch is on (it is off here).
     assert await page.locator("#ai-notice").is_hidden()
     # Usable on a phone: nothing wider than the screen.

@@ -94,6 +94,12 @@ async def test_thirty_answers_within_three_seconds_are_one_call(
         f"{room.base}/settings", headers={"authorization": f"Bearer {room.guest_token('a1')}"}
     )
     assert settings.json()["ai"] is True  # the participants' page shows the notice
+    # The notice names what the gateway reports (issue 34): its model, read as Anthropic's.
+    model = settings.json()["aiModel"]
+    assert model.startswith("claude") and settings.json()["aiProvider"] == "Anthropic"
+    assert settings.json()["demo"] is False
+    ai = (await room.board())["ai"]
+    assert (ai["model"], ai["provider"], ai["demo"]) == (model, "Anthropic", False)
 
 
 async def test_one_hundred_twenty_new_ideas_are_three_calls_of_at_most_fifty(

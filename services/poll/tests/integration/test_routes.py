@@ -25,12 +25,20 @@ async def test_open_answer_board_and_cloud(room: Room) -> None:
     r = await room.answer("a1", ["Respirer", "l'eau"])
     assert r.status_code == 200, r.text
     # Moderation on: both ideas wait for the teacher (the page says so under each, issue 22).
-    assert r.json() == {"ideas": ["Respirer", "l'eau"], "waiting": ["Respirer", "l'eau"]}
+    assert r.json() == {
+        "ideas": ["Respirer", "l'eau"],
+        "waiting": ["Respirer", "l'eau"],
+        "hidden": [],
+    }
     await room.answer("a2", ["respirer !", "Bouger"])
     mine = await room.http.get(
         f"{room.base}/answer", headers={"authorization": f"Bearer {room.guest_token('a1')}"}
     )
-    assert mine.json() == {"ideas": ["Respirer", "l'eau"], "waiting": ["Respirer", "l'eau"]}
+    assert mine.json() == {
+        "ideas": ["Respirer", "l'eau"],
+        "waiting": ["Respirer", "l'eau"],
+        "hidden": [],
+    }
     board = await room.board()
     assert board["pending"] == 3 and board["answered"] == 2
     assert board["clusters"][0]["key"] == "respirer"
@@ -49,6 +57,13 @@ async def test_open_answer_board_and_cloud(room: Room) -> None:
         f"{room.base}/answer", headers={"authorization": f"Bearer {room.guest_token('a1')}"}
     )
     assert mine.json()["waiting"] == ["l'eau"]  # "Respirer" approved: on the wall
+    # The teacher hides "l'eau": the phone's answer lists it as hidden (issue 34), not waiting.
+    assert (await room.act({"action": "hide", "keys": ["eau"]})).status_code == 200
+    mine = await room.http.get(
+        f"{room.base}/answer", headers={"authorization": f"Bearer {room.guest_token('a1')}"}
+    )
+    assert (mine.json()["waiting"], mine.json()["hidden"]) == ([], ["l'eau"])
+    assert (await room.act({"action": "reset", "keys": ["eau"]})).status_code == 200
     assert "eau" not in json.dumps(phone) and "Bouger" not in json.dumps(wall)
     # The board's own stream (staff): a PollIdeaBoard snapshot at once.
     headers = {"authorization": f"Bearer {room.staff_token()}"}
@@ -217,6 +232,9 @@ async def test_ai_on_is_refused_when_no_model_can_be_called(
             await lone.open()
             r = await lone.reveal(ai=True)
             assert r.status_code == 422 and r.json()["code"] == "llm_unavailable"
+            # The refusal says how to get a model (issue 34): the key's name and the demo.
+            message = r.json()["message"]
+            assert "ANTHROPIC_API_KEY" in message and "make run DEMO=1" in message, message
             board = await lone.board()
             assert board["ai"] == {
                 "available": False,
@@ -224,6 +242,9 @@ async def test_ai_on_is_refused_when_no_model_can_be_called(
                 "error": None,
                 "calls": 0,
                 "runCap": 200,
+                "model": None,
+                "provider": None,
+                "demo": False,
             }
             assert (await lone.reveal(votes=True)).status_code == 200
             await lone.aclose()

@@ -261,8 +261,20 @@ def test_the_board_view_is_the_platforms_shape() -> None:
     assert set(body) == {"moderation", "ai", "answered", "pending", "clusters"}
     assert set(body["clusters"][0]) == {"key", "label", "renamed", "count", "total", "variants"}
     variant = body["clusters"][0]["variants"][0]
-    # newSpellings is this service's addition (issue 21): the approved key's unapproved ones.
-    assert set(variant) == {"key", "text", "correction", "ai", "count", "status", "newSpellings"}
+    # newSpellings is this service's addition (issue 21): the approved key's unapproved ones;
+    # onWall (issue 34): what the room reads of it, null while it is not visible.
+    assert set(variant) == {
+        "key",
+        "text",
+        "correction",
+        "ai",
+        "count",
+        "status",
+        "newSpellings",
+        "onWall",
+    }
+    by_key = {v["key"]: v for c in body["clusters"] for v in c["variants"]}
+    assert by_key["gros mot"]["onWall"] is None  # hidden: the room reads nothing of it
     assert "gros mot" in view.model_dump_json()  # the board is staff-only: everything is there
 
 
@@ -356,6 +368,9 @@ def test_a_new_spelling_of_an_approved_idea_changes_nothing_the_room_reads() -> 
     (variant,) = tally.board().clusters[0].variants
     assert variant.text == "VELO 🖕"  # the board shows what was typed most
     assert variant.new_spellings == ("VELO 🖕", "vélo 🖕")  # as the room would read them
+    # The board says what the wall reads beside them (issue 34): the approved spelling.
+    view = board_view(tally.board(), True, PollAiState(available=False, on=False, error=None))
+    assert view.clusters[0].variants[0].on_wall == "vélo"
     # The most typed spelling leaves the key with no approved holder: still "vélo".
     tally.set_answer("p0", {"ideas": []})
     assert tally.cloud() == [Bubble("velo", "vélo", 5)]

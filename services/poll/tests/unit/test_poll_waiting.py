@@ -7,7 +7,7 @@ neither hidden nor visible (no decision yet, or approved with no approved spelli
 from __future__ import annotations
 
 from quiz_contracts.poll import IdeaMark
-from quiz_poll.domain.marks import waiting_ideas
+from quiz_poll.domain.marks import hidden_ideas, waiting_ideas
 
 IDEAS = ["La respiration", "l'eau", "Lucas est idiot", "soleil", "vélo"]
 MARKS = {
@@ -35,3 +35,16 @@ def test_the_key_is_the_ideas_own_normalised_text() -> None:
 def test_an_idea_with_no_key_does_not_wait() -> None:
     # Only emoji: folded to an empty key, which no board lists, so no approval will come.
     assert waiting_ideas(["🙂🙂", "soleil"], MARKS, moderation=True) == ["soleil"]
+
+
+# --- which of them the teacher or the model hid (issue 34, `hidden_ideas`) --------------------
+
+
+def test_the_hidden_ideas_are_listed_whatever_the_moderation() -> None:
+    for moderation in (True, False):
+        assert hidden_ideas(IDEAS, MARKS) == ["Lucas est idiot"], moderation
+        assert set(hidden_ideas(IDEAS, MARKS)).isdisjoint(waiting_ideas(IDEAS, MARKS, moderation))
+
+
+def test_a_hidden_idea_is_found_by_its_key_and_an_empty_key_never_is() -> None:
+    assert hidden_ideas(["LUCAS est IDIOT !", "🙂", "soleil"], MARKS) == ["LUCAS est IDIOT !"]

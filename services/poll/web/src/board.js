@@ -2,7 +2,10 @@
 // Every action is a POST …/poll/ideas whose answer is the new board; other changes (answers,
 // the model's verdicts, another teacher) arrive live. Every action has a keyboard path:
 // buttons, checkboxes and the "Merge into" select; dragging is a shortcut, never the only way.
-import { api, follow, h, reason, t, tn, translatePage } from "./common.js";
+// It reads in the poll's language and is headed by the poll's question (issue 34); a row
+// offers only the actions that change something, and an approved idea with a spelling typed
+// since is one state, "new spelling to approve", counted among the ideas waiting.
+import { api, follow, h, modelWho, reason, t, tn, translatePage, usePollLanguage } from "./common.js";
 
 translatePage();
 const list = document.getElementById("clusters");
@@ -18,6 +21,8 @@ const moderationSwitch = document.getElementById("moderation");
 const selectedCount = document.getElementById("selected-count");
 const mergeTarget = document.getElementById("merge-target");
 const selectionBar = document.getElementById("selection");
+const question = document.getElementById("question");
+const demoBadge = document.getElementById("demo");
 
 const RUN_CAP = 200; // ADR-072 §12, shown when the service does not say it
 let board = null;
@@ -68,8 +73,41 @@ function approval(keys) {
   return { action: "approve", keys, spellings: [...new Set(spellings)].slice(0, 500) };
 }
 
+/** The spellings typed since an approval, when they matter: under moderation the room reads
+ * only approved spellings; without it, every spelling is read and none waits. */
+function freshOf(v) {
+  return board && board.moderation && v.status === "approved" ? v.newSpellings || [] : [];
+}
+
+/** The row's state as the teacher reads it: "new spelling to approve" is its own state. */
+function stateOf(v) {
+  return freshOf(v).length ? "spelling" : v.status;
+}
+
+/** Ideas waiting for the teacher: the undecided ones and the approved ones with a new
+ * spelling (the room does not read it until approved), under moderation only. */
+function waitingCount(next) {
+  if (!next.moderation) return 0;
+  let fresh = 0;
+  for (const c of next.clusters) for (const v of c.variants) if (v.status === "approved" && (v.newSpellings || []).length) fresh += 1;
+  return next.pending + fresh;
+}
+
+/** "2 participants · on the wall": how many hold the group, and what the wall counts of them. */
+function wallWords(cluster) {
+  const people = tn("board.people", cluster.total);
+  const wall =
+    cluster.count === 0
+      ? t("board.wall.none")
+      : cluster.count >= cluster.total
+        ? t("board.wall.all")
+        : t("board.wall.some", { count: cluster.count });
+  return `${people} · ${wall}`;
+}
+
 function variantRow(cluster, v) {
   const shown = v.correction || v.text;
+  const state = stateOf(v);
   const check = h("input", {
     type: "checkbox",
     id: `pick-${v.key}`,
@@ -82,27 +120,32 @@ function variantRow(cluster, v) {
       showSelection();
     },
   });
-  const button = (name, body) =>
+  const button = (name, body, label = t(`board.${name}`)) =>
     h(
       "button",
-      { type: "button", class: `act ${name}`, dataset: { focus: `${name}:${v.key}` }, onclick: () => act(body(), t(`board.${name}`)) },
-      t(`board.${name}`),
+      { type: "button", class: `act ${name}`, dataset: { focus: `${name}:${v.key}` }, onclick: () => act(body(), label) },
+      label,
     );
+  // Only what changes something: no "Approve" on an approved idea (unless a new spelling
+  // waits: approving lets the room read it), no "Hide" on a hidden one, no "Undo decision"
+  // where nobody decided.
   const actions = h(
     "div",
     { class: "actions", role: "group", "aria-label": t("board.actionsFor", { text: shown }) },
-    button("approve", () => approval(keysOr(v.key))),
-    button("hide", () => ({ action: "hide", keys: keysOr(v.key) })),
-    // "Undo decision" where there is one to undo (an undecided idea has none).
+    state === "spelling"
+      ? button("approve", () => approval(keysOr(v.key)), t("board.approveSpelling"))
+      : v.status !== "approved"
+        ? button("approve", () => approval(keysOr(v.key)))
+        : null,
+    v.status !== "hidden" ? button("hide", () => ({ action: "hide", keys: keysOr(v.key) })) : null,
     v.status !== "pending" ? button("reset", () => ({ action: "reset", keys: keysOr(v.key) })) : null,
-    cluster.variants.length > 1 || v.key !== cluster.key
-      ? button("detach", () => ({ action: "detach", keys: keysOr(v.key) }))
-      : null,
+    // "Take out of group" for a member only: the head is the group (detaching it changes nothing).
+    v.key !== cluster.key ? button("detach", () => ({ action: "detach", keys: keysOr(v.key) })) : null,
   );
-  const fresh = v.newSpellings || [];
+  const fresh = freshOf(v);
   const row = h(
     "li",
-    { class: `variant ${v.status}${fresh.length ? " has-new" : ""}`, draggable: "true", dataset: { key: v.key } },
+    { class: `variant ${v.status}${fresh.length ? " has-new" : ""}`, draggable: "true", dataset: { key: v.key, state } },
     check,
     h(
       "label",
@@ -111,10 +154,12 @@ function variantRow(cluster, v) {
       v.correction && v.correction !== v.text
         ? h("span", { class: "correction" }, h("span", { class: "sr-only" }, `${t("board.correction")}: `), `→ ${v.correction}`)
         : null,
-      // Spellings typed after the approval: the room does not read them until "Approve" again.
+      // Spellings typed after the approval: the room does not read them until "Approve" again;
+      // beside them, what the wall reads now (the typed text above may be the new spelling).
+      fresh.length && v.onWall ? h("span", { class: "on-wall" }, t("board.onWall", { text: v.onWall })) : null,
       fresh.length ? h("span", { class: "new-spellings" }, t("board.newSpellings", { list: fresh.join(" · ") })) : null,
     ),
-    h("span", { class: `status ${v.status}` }, t(`board.status.${v.status}`)),
+    h("span", { class: `status ${state}` }, t(`board.status.${state}`)),
     // Who decided, only where someone did: the model (source ai) or this teacher. An idea
     // nobody marked carries no tag (a "teacher" tag there read as "I wrote this").
     v.ai
@@ -196,7 +241,7 @@ function clusterSection(cluster) {
       "div",
       { class: "head" },
       heading,
-      h("span", { class: "count" }, tn("board.count", cluster.total, { count: cluster.count })),
+      h("span", { class: "count" }, wallWords(cluster)),
       editing === cluster.key
         ? renameForm(cluster)
         : h(
@@ -257,7 +302,7 @@ function render(next) {
   board = next;
   const focused = document.activeElement && document.activeElement.dataset ? document.activeElement.dataset.focus : null;
   counts.textContent = next.moderation
-    ? `${tn("board.answered", next.answered)} · ${tn("board.pending", next.pending)}`
+    ? `${tn("board.answered", next.answered)} · ${tn("board.pending", waitingCount(next))}`
     : tn("board.answered", next.answered);
   moderationSwitch.checked = next.moderation;
   showAi(next.ai);
@@ -272,8 +317,11 @@ function render(next) {
 
 function showAi(ai) {
   aiSwitch.checked = ai.on;
-  aiNotice.textContent = ai.on ? t("board.ai.notice.on") : ai.available ? t("board.ai.notice.off") : t("board.ai.unavailable");
+  // The notice names what the gateway reports: its model and provider, or the demo.
+  const on = ai.demo ? t("board.ai.notice.demo") : t("board.ai.notice.on", { who: modelWho(ai.model, ai.provider) });
+  aiNotice.textContent = ai.on ? on : ai.available ? t("board.ai.notice.off") : t("board.ai.unavailable");
   aiNotice.className = ai.on ? "notice on" : "notice";
+  demoBadge.hidden = !ai.demo;
   const calls = ai.calls ?? null;
   aiCalls.textContent = calls === null ? "" : t("board.ai.calls", { calls, cap: ai.runCap ?? RUN_CAP });
   aiCalls.hidden = calls === null;
@@ -338,7 +386,23 @@ function onState(state, err) {
   if (err && state === "refused" && err.status !== 404) fail(err);
   return state;
 }
-refresh();
+/** The question heads the board, and its language is the board's (the wall's and the phones'
+ * too), whatever the browser's. */
+async function loadQuestion() {
+  try {
+    const s = await api("/settings");
+    if (usePollLanguage(s.prompt) && board) render(board);
+    if (s.prompt) {
+      question.textContent = s.prompt;
+      question.hidden = false;
+      document.title = `${s.prompt} — ${t("board.title")}`;
+    }
+  } catch (e) {
+    fail(e);
+  }
+}
+
+loadQuestion().then(refresh);
 let fellBack = false;
 follow(
   "/board/stream",

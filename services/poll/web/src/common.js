@@ -158,13 +158,13 @@ export function follow(path, onEvent, onState) {
   };
 }
 
-/** The language asked in the URL (`?lang=fr|en`), or null. */
+/** The language asked in the URL (`?lang=fr|en|de|it`), or null. */
 function askedLanguage() {
   const asked = new URLSearchParams(location.search).get("lang");
   return asked && STRINGS[asked] ? asked : null;
 }
 
-/** The browser's first French or English choice, else English. */
+/** The browser's first French, English, German or Italian choice, else English. */
 function browserLanguage() {
   for (const l of navigator.languages || [navigator.language || "en"]) {
     const short = l.slice(0, 2).toLowerCase();
@@ -173,32 +173,53 @@ function browserLanguage() {
   return "en";
 }
 
-// Short words only one of the two languages uses often: a question's own words tell its language.
-const FRENCH = new Set(
-  "le la les un une des du de au aux et est sont qui que quoi quel quelle quels quelles pour par sur dans avec vous nous ce cette ces votre vos ne pas plus comment pourquoi où ou quand se sa son ses il elle ils elles on y en à".split(" "),
-);
-const ENGLISH = new Set(
-  "the a an of and is are was were what which who whom why how when where to in on for with you your we our this that these those it its do does can not be by from".split(" "),
-);
+// Short words one language uses often and the others rarely: a question's words tell its
+// language. A word two languages share ("la", "in") counts for both and so decides nothing.
+const WORDS = {
+  fr: "le la les un une des du de au aux et est sont qui que quoi quel quelle quels quelles pour par sur dans avec vous nous ce cette ces votre vos ne pas plus comment pourquoi où ou quand se sa son ses il elle ils elles on y en à",
+  en: "the a an of and is are was were what which who whom why how when where to in on for with you your we our this that these those it its do does can not be by from",
+  de: "der die das den dem des und ist sind war was wer wie warum wo wann welche welcher welches ein eine einen einem einer nicht mit für von zu zum zur auf im ins sie wir ihr ich es man kann können braucht brauchen gibt",
+  it: "il lo gli la le un una uno di del della dello dei degli delle che cosa chi come perché dove quando è sono per con non nel nella nei al alla ai si ci quali quale questo questa",
+};
+const LEXICON = Object.fromEntries(Object.entries(WORDS).map(([l, w]) => [l, new Set(w.split(" "))]));
+// Letters and elisions that belong to one language of the four.
+const MARKS = {
+  fr: /[êâçûîôœëï]|\b(qu|j|n|c|s)['’]/g,
+  en: /\b\w+['’](s|t|re|ve|ll)\b/g,
+  de: /[äöüß]/g,
+  it: /[ìò]|\b(dell|all|nell|dall|un)['’]/g,
+};
 
-/** The language a question is written in: "fr", "en", or null when its words do not say.
- * French also shows in its letters (é, è, ç…) and its elisions (qu', l', d'). */
+/** The language a question is written in: "fr", "en", "de", "it", or null when its words do
+ * not say (no language ahead of the others). */
 export function questionLanguage(text) {
   const lower = (text || "").toLowerCase();
-  let fr = (lower.match(/[éèêàâçùûîôœ]/g) || []).length + (lower.match(/\b(qu|l|d|n|s|c|j)['’]/g) || []).length;
-  let en = 0;
+  const score = {};
+  for (const [l, re] of Object.entries(MARKS)) score[l] = (lower.match(re) || []).length;
   for (const w of lower.split(/[^a-zà-ÿœ]+/).filter(Boolean)) {
-    if (FRENCH.has(w)) fr += 1;
-    if (ENGLISH.has(w)) en += 1;
+    for (const [l, set] of Object.entries(LEXICON)) if (set.has(w)) score[l] += 1;
   }
-  if (fr > en) return "fr";
-  if (en > fr) return "en";
-  return null;
+  const ranked = Object.entries(score).sort((a, b) => b[1] - a[1]);
+  return ranked[0][1] > ranked[1][1] ? ranked[0][0] : null;
 }
 
-let LANG = askedLanguage() || browserLanguage();
+// The poll's language, once a page learned it, is kept for this poll on this device: a later
+// visit whose link no longer works still explains that in the poll's language (issue 34).
+const LANG_KEY = () => `quiz-poll-lang:${evaluationId()}`;
 
-/** The page's language: `?lang=fr|en`, else the poll's (its question's), else the browser's. */
+function rememberedLanguage() {
+  try {
+    const l = localStorage.getItem(LANG_KEY());
+    return l && STRINGS[l] ? l : null;
+  } catch {
+    return null;
+  }
+}
+
+let LANG = askedLanguage() || rememberedLanguage() || browserLanguage();
+
+/** The page's language: `?lang=`, else the poll's (its question's, or the one remembered for
+ * this poll), else the browser's. */
 export function language() {
   return LANG;
 }
@@ -206,8 +227,15 @@ export function language() {
 /** Takes the poll's language from its question (unless `?lang=` asked for one); true when the
  * page's language changed, so the caller redraws what it wrote. */
 export function usePollLanguage(prompt) {
-  if (askedLanguage()) return false;
   const lang = questionLanguage(prompt);
+  if (lang) {
+    try {
+      localStorage.setItem(LANG_KEY(), lang);
+    } catch {
+      // storage refused (private mode): the language is only not remembered
+    }
+  }
+  if (askedLanguage()) return false;
   if (!lang || lang === LANG) return false;
   LANG = lang;
   translatePage();
@@ -242,11 +270,21 @@ export function translatePage() {
   if (title) document.title = t(title.dataset.t);
 }
 
-/** A readable reason for an API error code, in the page's language. */
-export function reason(err) {
-  const key = `error.${err.code}`;
-  const known = t(key);
-  return known === key ? t("error.other", { code: err.code, message: err.message || "" }) : known;
+/** A readable reason for an API error code, in the page's language; `page` ("answer", …)
+ * picks that page's own wording first (`answer.error.unauthorized`: what a student does). */
+export function reason(err, page = null) {
+  for (const key of page ? [`${page}.error.${err.code}`, `error.${err.code}`] : [`error.${err.code}`]) {
+    if (t(key) !== key) return t(key);
+  }
+  return t("error.other", { code: err.code, message: err.message || "" });
+}
+
+/** Who reads the ideas, as the notices name it: "an AI model by Anthropic (claude-…)", from
+ * the model and provider the gateway reports (`PollAiState`, `PollPageSettings`). */
+export function modelWho(model, provider) {
+  if (model && provider) return t("ai.who.provider", { model, provider });
+  if (model) return t("ai.who.model", { model });
+  return t("ai.who.unknown");
 }
 
 /** `h("button", {class: "x", onclick}, "text", child)`: a small element builder (text is

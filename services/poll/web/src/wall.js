@@ -15,9 +15,11 @@ const problem = document.getElementById("problem");
 const votesSwitch = document.getElementById("votes");
 const moderateButton = document.getElementById("moderate");
 const prompt = document.getElementById("prompt");
+const demoBadge = document.getElementById("demo");
 
 let settings = null;
 let lastSeq = 0;
+let lastTally = null; // the last frame's tally: the note says why the cloud is empty
 /** key → {key, label, count, r, x, y, el} */
 const nodes = new Map();
 
@@ -146,6 +148,7 @@ function draw(frame) {
 function drawFrame(frame) {
   const tally = frame.tally;
   const items = tally ? tally.ideas : [];
+  if (tally) lastTally = tally;
   if (tally) {
     stats.textContent = `${tn("wall.answered", tally.answered)} · ${tn("wall.people", tally.joined)}`;
   }
@@ -204,10 +207,19 @@ function drawFrame(frame) {
   showNote();
 }
 
-/** The cloud's placeholder: "votes hidden" (§7) or "waiting", only while it has no bubble. */
+/** The cloud's placeholder, only while it has no bubble: "votes hidden" (§7); ideas waiting
+ * for moderation (the tally's `pending`; no count: the room is not told how many, issue 22,
+ * only that ideas came, issue 34); no idea shown (every one hidden); or waiting for the first. */
 function showNote() {
   const votesOff = settings && !settings.votes;
-  note.textContent = nodes.size ? "" : votesOff ? t("wall.hidden") : t("wall.empty");
+  let text = "";
+  if (!nodes.size) {
+    if (votesOff) text = t("wall.hidden");
+    else if (lastTally && lastTally.pending > 0) text = t("wall.moderating");
+    else if (lastTally && lastTally.answered > 0) text = t("wall.noneShown");
+    else text = t("wall.empty");
+  }
+  note.textContent = text;
   note.hidden = nodes.size > 0;
 }
 
@@ -228,6 +240,8 @@ function showSettings(s) {
     prompt.textContent = s.prompt;
   }
   votesSwitch.checked = !!s.votes;
+  // The demo's canned replies say so in front of the room too (README "Demo mode").
+  demoBadge.hidden = !s.demo;
   showNote();
 }
 

@@ -94,6 +94,15 @@ def waiting_ideas(ideas: Sequence[str], marks: Marks, moderation: bool) -> list[
     return out
 
 
+def hidden_ideas(ideas: Sequence[str], marks: Marks) -> list[str]:
+    """The ideas of one answer the teacher or the model hid (issue 34): whatever the switches,
+    the room never reads them, so the participant page marks them "not shown" (a hidden idea
+    looked like the others). Their order is the answer's; an empty key is never hidden."""
+    return [
+        text for text in ideas if (key := idea_key(text)) and status_of(marks.get(key)) == "hidden"
+    ]
+
+
 def room_spelling(ranked: Sequence[str], mark: IdeaMark | None, moderation: bool) -> str:
     """What the room reads of a key's typed text (before any correction).
 

@@ -34,6 +34,7 @@ from quiz_contracts.poll import (
     PollTallyFrame,
 )
 from quiz_poll.domain.board import Board, Bubble
+from quiz_poll.domain.provider import no_model_message
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,6 +141,7 @@ def board_view(board: Board, moderation: bool, ai: PollAiState) -> PollIdeaBoard
                         count=v.count,
                         status=v.status,
                         new_spellings=list(v.new_spellings),
+                        on_wall=v.room_shown if v.visible else None,
                     )
                     for v in c.variants
                 ],
@@ -160,12 +162,18 @@ class SwitchChange:
 
 
 def apply_switches(
-    settings: PollSettings, body: PollRevealBody, *, ai_available: bool, frozen: bool
+    settings: PollSettings,
+    body: PollRevealBody,
+    *,
+    ai_available: bool,
+    frozen: bool,
+    unavailable_reason: str | None = None,
 ) -> SwitchChange:
     """The display switches of a brainstorm (ADR-071 §4, §7; ADR-072 §2–§3).
 
     - `revealed: true` → 422 `poll_keyless`: a brainstorm has no key to reveal.
-    - `ai: true` while the gateway cannot call a model → 422 `llm_unavailable`.
+    - `ai: true` while the gateway cannot call a model → 422 `llm_unavailable`, its message
+      saying why (`unavailable_reason`, the gateway's) and how to get a model (issue 34).
     - moderation or AI moved on a frozen poll (30 days after close) → 409 `poll_frozen`.
     Turning AI on is never retroactive: the caller writes an empty teacher mark on every idea
     already there (`ai.retroactive_marks`) and resets the run; turning it off drops the lease.
@@ -179,7 +187,7 @@ def apply_switches(
             ErrorCode.poll_frozen, "This poll closed over 30 days ago: its moderation is read-only."
         )
     if body.ai and not settings.ai and not ai_available:
-        raise ContractError(ErrorCode.llm_unavailable, "No model can be called right now.")
+        raise ContractError(ErrorCode.llm_unavailable, no_model_message(unavailable_reason))
     updated = settings.model_copy(
         update={
             "votes": settings.votes if body.votes is None else body.votes,
