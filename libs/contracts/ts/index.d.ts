@@ -2157,6 +2157,7 @@ export interface PollAiRun {
  *
  * `calls` and `runCap` are this service's additions to the platform's shape (the board shows
  * the run's call count against its cap, issue 16); the run restarts at 0 when AI is switched on.
+ * `model`, `provider` and `demo` too (issue 34): the notices name the provider configured.
  *
  * Read by a client (reply, received event): pydantic's serialization schema, every field present.
  */
@@ -2172,6 +2173,18 @@ export interface PollAiState {
    * The most a run may make.
    */
   runCap: number;
+  /**
+   * The model the gateway calls for purpose poll, as it reports it (issue 34).
+   */
+  model: string | null;
+  /**
+   * Who runs that model, read from its id (`claude-…`: Anthropic); null unknown.
+   */
+  provider: string | null;
+  /**
+   * The gateway answers with the demo's canned replies (`make run DEMO=1`).
+   */
+  demo: boolean;
 }
 /**
  * `short` tallies (not the brainstorm's): a distinct answer and its count.
@@ -2275,7 +2288,8 @@ export interface PollIdeaCluster {
  *
  * `newSpellings` is this service's addition (issue 21): for an approved key, the spellings
  * participants hold now, as the room would read them, that the teacher has not approved —
- * the room does not read them until the teacher approves the key with them.
+ * the room does not read them until the teacher approves the key with them. `onWall`
+ * (issue 34): what the room reads of it, so a new spelling is shown beside what the wall has.
  *
  * Read by a client (reply, received event): pydantic's serialization schema, every field present.
  */
@@ -2299,6 +2313,10 @@ export interface PollIdeaVariant {
    * An approved key's spellings not approved yet (as the room would read them).
    */
   newSpellings: string[];
+  /**
+   * What the room reads of it while it is visible (its correction, else its approved spelling), else null; issue 34: the board shows it beside a new spelling.
+   */
+  onWall: string | null;
 }
 /**
  * A participant joined (an attempt opened); an account brings its name, for masking.
@@ -2325,7 +2343,9 @@ export interface PollParticipant {
  *
  * This service's addition (issue 22): `waiting` lists the ideas of `ideas` that wait for the
  * teacher's approval (moderation on, neither approved nor hidden), so the participant page
- * says "waiting for approval" under them; empty with moderation off.
+ * says "waiting for approval" under them; empty with moderation off. `hidden` (issue 34)
+ * lists those the teacher or the model hid: never shown in the room, whatever the switches,
+ * so the page marks them "not shown".
  *
  * Read by a client (reply, received event): pydantic's serialization schema, every field present.
  */
@@ -2338,12 +2358,18 @@ export interface PollMyAnswer {
    * @maxItems 10
    */
   waiting: string[];
+  /**
+   * @maxItems 10
+   */
+  hidden: string[];
 }
 /**
  * `GET …/poll/settings`: the switches plus the question as the pages need it.
  *
  * This service's addition (issue 16): the participant page disables "Add" at `maxIdeas`
  * rather than learning it from a 422, and the wall titles the cloud with the `prompt`.
+ * Issue 34: the model the poll's AI would call, who runs it, and whether it is the demo's
+ * canned replies, so the pages' notices name what is actually configured.
  *
  * Read by a client (reply, received event): pydantic's serialization schema, every field present.
  */
@@ -2355,6 +2381,18 @@ export interface PollPageSettings {
   ai: boolean;
   prompt: string;
   maxIdeas: number;
+  /**
+   * As `PollAiState.model` (issue 34).
+   */
+  aiModel: string | null;
+  /**
+   * As `PollAiState.provider` (issue 34).
+   */
+  aiProvider: string | null;
+  /**
+   * As `PollAiState.demo` (issue 34).
+   */
+  demo: boolean;
 }
 /**
  * `POST …/poll/reveal`: the display switches; an omitted one stays; naming none is refused.
