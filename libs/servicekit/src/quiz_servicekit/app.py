@@ -35,6 +35,7 @@ from quiz_servicekit.docs import serve_docs
 from quiz_servicekit.http import EdgeApp, EdgeMiddleware, ReadyCheck, install_error_handlers
 from quiz_servicekit.http_protocol import EdgeHttpToolsProtocol
 from quiz_servicekit.jetstream import ConsumerSpec, StreamSpec
+from quiz_servicekit.jwks import JwksKeys
 from quiz_servicekit.metrics import ServiceMetrics
 from quiz_servicekit.micro import EndpointSpec, MicroService, start_micro_service
 from quiz_servicekit.migrate import upgrade
@@ -237,6 +238,8 @@ def create_service_app(
                 await asyncio.to_thread(runtime.migrate)
             runtime._db = Database(url, threads=settings.db_threads, name=runtime.name)
             runtime.add_ready_check("database", runtime._db_ready)
+        if jwt_keys is not None:
+            jwt_keys.start()  # the first key set, fetched while NATS connects
         runtime._nc = await connect_nats(
             settings.nats_url, runtime.name, **nats_auth(settings, runtime.name)
         )
@@ -279,6 +282,8 @@ def create_service_app(
                     await runtime._nc.close()
             if runtime._db is not None:
                 await asyncio.to_thread(runtime._db.close)
+            if jwt_keys is not None:
+                await jwt_keys.stop()
 
     # FastAPI's own telemetry is off: EdgeMiddleware makes the one SERVER span per request
     # and the Prometheus RED metrics, the same way for every service.
@@ -293,14 +298,27 @@ def create_service_app(
     )
     serve_docs(app)
     app.state.runtime = runtime
+    jwt_keys = (
+        JwksKeys(
+            settings.jwks_url,
+            wait_s=settings.jwks_wait_s,
+            fetch_timeout_s=settings.jwks_fetch_timeout_s,
+            min_refresh_s=settings.jwks_min_refresh_s,
+            cache_s=settings.jwks_cache_s,
+        )
+        if settings.jwks_url
+        else None
+    )
+    # Fetched off the event loop, awaited by quiz_servicekit.auth.current_identity (item 4).
+    app.state.jwt_keys = jwt_keys
     app.state.jwt_verifier = (
         JwtVerifier(
             jwks_file=settings.jwks_file,
-            jwks_url=settings.jwks_url,
             issuer=settings.jwt_issuer,
             audience=settings.jwt_audience,
+            remote_keys=jwt_keys,
         )
-        if settings.jwks_file or settings.jwks_url
+        if settings.jwks_file or jwt_keys
         else _Unconfigured()
     )
     install_error_handlers(app)
