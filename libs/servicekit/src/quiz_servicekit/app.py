@@ -33,7 +33,7 @@ from quiz_servicekit.background import BackgroundWork
 from quiz_servicekit.db import Database, default_sqlite_url
 from quiz_servicekit.docs import serve_docs
 from quiz_servicekit.http import EdgeApp, EdgeMiddleware, ReadyCheck, install_error_handlers
-from quiz_servicekit.http_protocol import EdgeHttpToolsProtocol
+from quiz_servicekit.http_protocol import EdgeConfig, EdgeHttpToolsProtocol
 from quiz_servicekit.jetstream import ConsumerSpec, StreamSpec
 from quiz_servicekit.jwks import JwksKeys
 from quiz_servicekit.metrics import ServiceMetrics
@@ -393,12 +393,18 @@ def uvicorn_server(app: FastAPI, settings: ServiceSettings) -> uvicorn.Server:
 
     Its HTTP/1.1 parser is httptools (llhttp, uvicorn's C parser) through
     `EdgeHttpToolsProtocol`: the header limit and the JSON refusals of requests the app never
-    sees (quiz_servicekit.http_protocol). No proxy-header rewriting: no service reads the
+    sees, and the deadlines and connection cap of `settings` (quiz_servicekit.http_protocol;
+    HTTP_HEAD_TIMEOUT_S, HTTP_BODY_IDLE_TIMEOUT_S, HTTP_KEEP_ALIVE_S, HTTP_MAX_CONNECTIONS).
+    No proxy-header rewriting: no service reads the
     client's address or scheme, and uvicorn's middleware for it is one more call per request.
     """
-    config = uvicorn.Config(
+    config = EdgeConfig(
         app,
+        head_timeout_s=settings.http_head_timeout_s,
+        body_idle_timeout_s=settings.http_body_idle_timeout_s,
+        max_connections=settings.http_max_connections,
         http=EdgeHttpToolsProtocol,
+        timeout_keep_alive=settings.http_keep_alive_s,
         proxy_headers=False,
         log_config=None,
         log_level=settings.log_level.lower(),

@@ -8,6 +8,12 @@ from pydantic import AliasChoices, Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from quiz_contracts.limits import HTTP_MAX_BODY_BYTES
+from quiz_servicekit.http_protocol import (
+    BODY_IDLE_TIMEOUT_S,
+    HEAD_TIMEOUT_S,
+    KEEP_ALIVE_S,
+    MAX_CONNECTIONS,
+)
 
 
 def _env(name: str) -> AliasChoices:
@@ -57,6 +63,20 @@ class ServiceSettings(BaseSettings):
     # (issue 29, item 3). `development` checks `iss`/`aud` only where they are set.
     quiz_env: Literal["development", "production"] = Field(
         "development", validation_alias=_env("QUIZ_ENV")
+    )
+    # The HTTP edge against slow clients (quiz_servicekit.http_protocol, issue 29 item 7): the
+    # request line and headers within HTTP_HEAD_TIMEOUT_S, a body pausing at most
+    # HTTP_BODY_IDLE_TIMEOUT_S between reads, an idle kept-alive connection closed after
+    # HTTP_KEEP_ALIVE_S, at most HTTP_MAX_CONNECTIONS open at once (503 past it).
+    http_head_timeout_s: float = Field(
+        HEAD_TIMEOUT_S, gt=0, le=HEAD_TIMEOUT_S, validation_alias=_env("HTTP_HEAD_TIMEOUT_S")
+    )
+    http_body_idle_timeout_s: float = Field(
+        BODY_IDLE_TIMEOUT_S, gt=0, validation_alias=_env("HTTP_BODY_IDLE_TIMEOUT_S")
+    )
+    http_keep_alive_s: int = Field(KEEP_ALIVE_S, ge=1, validation_alias=_env("HTTP_KEEP_ALIVE_S"))
+    http_max_connections: int = Field(
+        MAX_CONNECTIONS, ge=1, validation_alias=_env("HTTP_MAX_CONNECTIONS")
     )
     jwks_file: str | None = Field(None, validation_alias=_env("JWKS_FILE"))
     jwks_url: str | None = Field(None, validation_alias=_env("JWKS_URL"))
