@@ -61,7 +61,7 @@ LINGER_BYTES = 16 * 1024 * 1024
 HEAD_TIMEOUT_S = 10.0
 BODY_IDLE_TIMEOUT_S = 10.0
 KEEP_ALIVE_S = 5
-MAX_CONNECTIONS = 1024
+MAX_CONNECTIONS = 4096
 # HTTP/1.0 and 1.1 only: `GET /` alone (HTTP/0.9) or `HTTP/2.0` in a request line is refused.
 REQUEST_LINE = re.compile(rb"[!#$%&'*+.^_`|~0-9A-Za-z-]+ \S+ HTTP/1\.[01]\r?")
 # A request line longer than this is left to the parser (and to the header limit).
