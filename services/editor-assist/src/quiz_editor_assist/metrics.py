@@ -2,7 +2,8 @@
 
 - `generate_total{type,outcome}`: wand calls by question type and outcome (ok or the error code)
 - `generate_incomplete_total{type,code}`: merged drafts returned with something left to do
-- `settle_runs_total{type,outcome}`: runner calls made by settle (ok or the error code)
+- `settle_runs_total{type,outcome}`: settle's runs: ok (the runner ran it), replayed (the run
+  kept with the gateway's stored reply: nothing ran), or the error code
 """
 
 from __future__ import annotations
