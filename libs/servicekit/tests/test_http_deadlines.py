@@ -28,7 +28,9 @@ GUARD_S = 30
 
 
 async def ok(scope: Scope, receive: Receive, send: Send) -> None:
-    """200 with the body's length, after reading the body."""
+    """200 with the body's length, after reading the body (`/slow`: 3 s later)."""
+    if scope["path"] == "/slow":
+        await asyncio.sleep(3)
     size, more = 0, True
     while more:
         message = await receive()
@@ -223,3 +225,22 @@ def test_every_figure_is_a_setting(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HTTP_HEAD_TIMEOUT_S", "60")
     with pytest.raises(ValueError, match=r"http_head_timeout_s|HTTP_HEAD_TIMEOUT_S"):
         ServiceSettings()
+
+
+async def test_a_pipelined_head_is_not_timed_out_while_the_app_answers_the_one_before(
+    serve: Serve,
+) -> None:
+    """The deadline is the client's: a head that waits behind a slow answer is not cut."""
+    async with serve(head_timeout_s=1) as port:
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        try:
+            writer.write(b"GET /slow HTTP/1.1\r\nhost: x\r\n\r\nGET /x HTTP/1.1\r\nhost: x\r\n")
+            await writer.drain()
+            head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), GUARD_S)
+            assert head.startswith(b"HTTP/1.1 200"), head
+            writer.write(b"connection: close\r\n\r\n")
+            await writer.drain()
+            rest = await asyncio.wait_for(reader.read(), GUARD_S)
+        finally:
+            writer.close()
+    assert rest.count(b"HTTP/1.1 200") == 1, rest

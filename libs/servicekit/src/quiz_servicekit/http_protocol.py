@@ -264,6 +264,10 @@ class EdgeHttpToolsProtocol(_Lingering, HttpToolsProtocol):
         self._head_timer = None
         if self.transport.is_closing():
             return
+        if self.cycle is not None and not self.cycle.response_complete:
+            # A pipelined head waits behind the answer the app is still writing: the deadline
+            # is the client's, so it counts afresh once that answer is out (on_response_complete).
+            return
         self._refuse_now(
             408,
             ContractError(
@@ -380,6 +384,12 @@ class EdgeHttpToolsProtocol(_Lingering, HttpToolsProtocol):
         # The next read begins the next request (unless one is already pipelined).
         if not self.pipeline and not self._in_head and self._body_timer is None:
             self._line = b""
+        if self._in_head:
+            # A pipelined head still incomplete: its whole deadline from now (see above).
+            if self._head_timer is not None:
+                self._head_timer.cancel()
+                self._head_timer = None
+            self._arm_head_timer()
         super().on_response_complete()
 
     def _count(self, size: int) -> None:
