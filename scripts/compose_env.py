@@ -4,7 +4,9 @@
   `.data/compose-nats-credentials/<user>.password`), for `docker-compose --env-file` and the
   nats container;
 - `.data/dev-keys/jwks.json`: the dev JWT key the services verify (`make token` signs with it),
-  copied to `deploy/k8s/overlays/dev/jwks.json` (git-ignored) for the dev overlay's ConfigMap.
+  copied to `deploy/k8s/overlays/dev/jwks.json` (git-ignored) for the dev overlay's ConfigMap;
+  the env file names its issuer and audience too (`JWT_ISSUER`, `JWT_AUDIENCE`: what `make token`
+  mints), which every service checks.
 
 Prints the env file's path.
 """
@@ -19,7 +21,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "libs" / "testkit" / "src"))
 
 from quiz_contracts.bus import password_env  # noqa: E402
-from quiz_testkit.jwt_keys import SigningKeys  # noqa: E402
+from quiz_testkit.jwt_keys import DEV_AUDIENCE, DEV_ISSUER, SigningKeys  # noqa: E402
 from quiz_testkit.nats_server import dev_credentials  # noqa: E402
 
 
@@ -31,9 +33,10 @@ def main() -> int:
     passwords = dev_credentials(data / "compose-nats-credentials")
     env_file = data / "compose.env"
     lines = [f"{password_env(user)}={pw}" for user, pw in passwords.items()]
+    lines += [f"JWT_ISSUER={DEV_ISSUER}", f"JWT_AUDIENCE={DEV_AUDIENCE}"]
     fd = os.open(env_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w") as f:
-        f.write("# docker-compose --env-file: the NATS passwords (scripts/compose_env.py)\n")
+        f.write("# docker-compose --env-file (scripts/compose_env.py): NATS passwords, iss/aud\n")
         f.write("\n".join(lines) + "\n")
     print(env_file)
     return 0

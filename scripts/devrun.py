@@ -280,7 +280,7 @@ def main() -> int:
     # Older runs wrote the bus's URL there (and left it behind): .data/urls replaces it.
     (DATA / "nats-url").unlink(missing_ok=True)
     sys.path.insert(0, str(ROOT / "libs" / "testkit" / "src"))
-    from quiz_testkit.jwt_keys import SigningKeys
+    from quiz_testkit.jwt_keys import DEV_AUDIENCE, DEV_ISSUER, SigningKeys
 
     keys = SigningKeys.load_or_create(DATA / "dev-keys")
     procs: list[tuple[str, subprocess.Popen[bytes]]] = []
@@ -324,6 +324,10 @@ def main() -> int:
             "PYTHONUNBUFFERED": "1",
         }
     )
+    # Checked on every token, as in production (docs/security.md, "Tokens"): the dev key's
+    # issuer and audience, which `make token` mints.
+    env.setdefault("JWT_ISSUER", DEV_ISSUER)
+    env.setdefault("JWT_AUDIENCE", DEV_AUDIENCE)
     if credentials:
         env["NATS_CREDENTIALS_DIR"] = str(DATA / "nats-credentials")
     # The runner's state under .data too (root or not), so `make clean` takes it away.

@@ -64,6 +64,8 @@ def test_make_token_mints_the_documented_grants(tmp_path: Path) -> None:
         "question:42": {"role": "contributor", "type": "mcq", "pool": "7"},
         "pool:7": {"role": "owner"},
     }
+    # The issuer and audience `make run` sets as JWT_ISSUER / JWT_AUDIENCE (issue 29, item 3).
+    assert (claims["iss"], claims["aud"]) == ("urn:quiz:dev-keys", "quiz-llm-services")
 
 
 def test_make_images_as_a_normal_user_says_it_needs_root_and_a_docker_engine() -> None:

@@ -109,6 +109,9 @@ USERS: tuple[BusUser, ...] = (
         "editor-assist",
         publish=(*LLM_REQUESTS, s.RUNNER_RUN),
         subscribe=("generate.v1.>",),
+        # The settled runs kept with the gateway's stored replies (issue 29, item 6): a wand
+        # request answered from a stored reply does not run the teacher's code again.
+        buckets=("generate_settled",),
     ),
     BusUser(
         "review",

@@ -33,8 +33,9 @@ from quiz_servicekit.background import BackgroundWork
 from quiz_servicekit.db import Database, default_sqlite_url
 from quiz_servicekit.docs import serve_docs
 from quiz_servicekit.http import EdgeApp, EdgeMiddleware, ReadyCheck, install_error_handlers
-from quiz_servicekit.http_protocol import EdgeHttpToolsProtocol
+from quiz_servicekit.http_protocol import EdgeConfig, EdgeHttpToolsProtocol
 from quiz_servicekit.jetstream import ConsumerSpec, StreamSpec
+from quiz_servicekit.jwks import JwksKeys
 from quiz_servicekit.metrics import ServiceMetrics
 from quiz_servicekit.micro import EndpointSpec, MicroService, start_micro_service
 from quiz_servicekit.migrate import upgrade
@@ -237,6 +238,8 @@ def create_service_app(
                 await asyncio.to_thread(runtime.migrate)
             runtime._db = Database(url, threads=settings.db_threads, name=runtime.name)
             runtime.add_ready_check("database", runtime._db_ready)
+        if jwt_keys is not None:
+            jwt_keys.start()  # the first key set, fetched while NATS connects
         runtime._nc = await connect_nats(
             settings.nats_url, runtime.name, **nats_auth(settings, runtime.name)
         )
@@ -282,6 +285,8 @@ def create_service_app(
                     await runtime._nc.close()
             if runtime._db is not None:
                 await asyncio.to_thread(runtime._db.close)
+            if jwt_keys is not None:
+                await jwt_keys.stop()
 
     # FastAPI's own telemetry is off: EdgeMiddleware makes the one SERVER span per request
     # and the Prometheus RED metrics, the same way for every service.
@@ -296,14 +301,27 @@ def create_service_app(
     )
     serve_docs(app)
     app.state.runtime = runtime
+    jwt_keys = (
+        JwksKeys(
+            settings.jwks_url,
+            wait_s=settings.jwks_wait_s,
+            fetch_timeout_s=settings.jwks_fetch_timeout_s,
+            min_refresh_s=settings.jwks_min_refresh_s,
+            cache_s=settings.jwks_cache_s,
+        )
+        if settings.jwks_url
+        else None
+    )
+    # Fetched off the event loop, awaited by quiz_servicekit.auth.current_identity (item 4).
+    app.state.jwt_keys = jwt_keys
     app.state.jwt_verifier = (
         JwtVerifier(
             jwks_file=settings.jwks_file,
-            jwks_url=settings.jwks_url,
             issuer=settings.jwt_issuer,
             audience=settings.jwt_audience,
+            remote_keys=jwt_keys,
         )
-        if settings.jwks_file or settings.jwks_url
+        if settings.jwks_file or jwt_keys
         else _Unconfigured()
     )
     install_error_handlers(app)
@@ -379,12 +397,18 @@ def uvicorn_server(app: FastAPI, settings: ServiceSettings) -> uvicorn.Server:
 
     Its HTTP/1.1 parser is httptools (llhttp, uvicorn's C parser) through
     `EdgeHttpToolsProtocol`: the header limit and the JSON refusals of requests the app never
-    sees (quiz_servicekit.http_protocol). No proxy-header rewriting: no service reads the
+    sees, and the deadlines and connection cap of `settings` (quiz_servicekit.http_protocol;
+    HTTP_HEAD_TIMEOUT_S, HTTP_BODY_IDLE_TIMEOUT_S, HTTP_KEEP_ALIVE_S, HTTP_MAX_CONNECTIONS).
+    No proxy-header rewriting: no service reads the
     client's address or scheme, and uvicorn's middleware for it is one more call per request.
     """
-    config = uvicorn.Config(
+    config = EdgeConfig(
         app,
+        head_timeout_s=settings.http_head_timeout_s,
+        body_idle_timeout_s=settings.http_body_idle_timeout_s,
+        max_connections=settings.http_max_connections,
         http=EdgeHttpToolsProtocol,
+        timeout_keep_alive=settings.http_keep_alive_s,
         proxy_headers=False,
         log_config=None,
         log_level=settings.log_level.lower(),

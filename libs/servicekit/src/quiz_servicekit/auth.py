@@ -5,7 +5,12 @@ Claims: `sub` (the person) and `grants`, e.g.
 A missing grant answers 404 (invariant 6: what you may not reach does not exist for you);
 a missing, forged, expired or oversized (over `MAX_TOKEN_BYTES`) token answers 401, and so
 does one whose `exp`, `nbf` or `iat` is not a JSON number (`"1700000000"` is refused, as the
-platform refuses it).
+platform refuses it). Where an issuer and an audience are configured (always under
+QUIZ_ENV=production, quiz_servicekit.settings), a token whose `iss` or `aud` differs, or lacks
+them, answers 401 on every route.
+
+Keys come from a JWKS file (read once) or a JWKS URL (quiz_servicekit.jwks: fetched off the
+event loop, cached; a request waits for keys at most JWKS_WAIT_S, 2 s).
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from quiz_contracts.errors import ContractError, ErrorCode
 from quiz_contracts.limits import MAX_TOKEN_BYTES
+from quiz_servicekit.jwks import JwksKeys
 
 ALGORITHMS = ["EdDSA", "ES256"]
 # Times in seconds since the epoch (RFC 7519 NumericDate): a JSON number, never text.
@@ -50,7 +56,11 @@ class Identity(BaseModel):
 
 
 class JwtVerifier:
-    """Verifies tokens against the keys of a JWKS document (file read once, URL cached)."""
+    """Verifies tokens against the keys of a JWKS document (file read once, URL cached).
+
+    `verify` never does I/O: with a JWKS URL, `remote_keys.ready_for(token)` (awaited by
+    `current_identity`) fetches an unknown `kid`'s keys first, off the event loop.
+    """
 
     def __init__(
         self,
@@ -59,21 +69,25 @@ class JwtVerifier:
         jwks_url: str | None = None,
         issuer: str | None = None,
         audience: str | None = None,
+        remote_keys: JwksKeys | None = None,
     ) -> None:
         self._issuer = issuer
         self._audience = audience
-        self._jwks_client = jwt.PyJWKClient(jwks_url, cache_keys=True) if jwks_url else None
+        self.remote_keys = remote_keys or (JwksKeys(jwks_url) if jwks_url else None)
         self._keys: dict[str | None, Any] = {}
         if jwks_file:
             jwk_set = jwt.PyJWKSet.from_dict(json.loads(Path(jwks_file).read_text()))
             self._keys = {k.key_id: k for k in jwk_set.keys}
-        if not self._jwks_client and not self._keys:
+        if not self.remote_keys and not self._keys:
             raise ValueError("JWT verification needs JWKS_FILE or JWKS_URL")
 
     def _key_for(self, token: str) -> Any:
-        if self._jwks_client is not None:
-            return self._jwks_client.get_signing_key_from_jwt(token)
         kid = jwt.get_unverified_header(token).get("kid")
+        if self.remote_keys is not None:
+            key = self.remote_keys.get(kid)
+            if key is None:
+                raise jwt.InvalidTokenError("unknown signing key")
+            return key
         if kid in self._keys:
             return self._keys[kid]
         if kid is None and len(self._keys) == 1:
@@ -149,16 +163,24 @@ def _bearer(request: Request) -> str:
     return token
 
 
-def current_identity(request: Request) -> Identity:
-    """The verified caller (401 without a valid token); as a dependency, `caller_identity`."""
+async def current_identity(request: Request) -> Identity:
+    """The verified caller (401 without a valid token); as a dependency, `caller_identity`.
+
+    With a JWKS URL (`app.state.jwt_keys`), an unknown `kid` waits for the keys at most
+    JWKS_WAIT_S (quiz_servicekit.jwks); a known one never waits.
+    """
+    token = _bearer(request)
+    keys: JwksKeys | None = getattr(request.app.state, "jwt_keys", None)
+    if keys is not None:
+        await keys.ready_for(token)
     verifier: JwtVerifier = request.app.state.jwt_verifier
-    return verifier.verify(_bearer(request))
+    return verifier.verify(token)
 
 
 async def caller_identity(request: Request) -> Identity:
     """FastAPI dependency: `current_identity`, on the event loop (FastAPI runs a sync dependency
     in a worker thread, a hop per request)."""
-    return current_identity(request)
+    return await current_identity(request)
 
 
 class Access(BaseModel):
@@ -178,7 +200,7 @@ def require_grant(resource_template: str, role: str) -> Callable[[Request], Awai
         raise ValueError(f"unknown role {role!r}")
 
     async def dependency(request: Request) -> Access:
-        identity = current_identity(request)
+        identity = await current_identity(request)
         resource = resource_template.format(**request.path_params)
         grant = identity.grants.get(resource)
         if grant is None or not grant.reaches(role):

@@ -16,13 +16,31 @@ measures none. Both edge protocols answer the same way:
 
 `EdgeHttpToolsProtocol` (uvicorn's httptools protocol: llhttp, in C) is what `uvicorn_server`
 (quiz_servicekit.app) serves with: about a third of the CPU of h11 per request.
-`EdgeH11Protocol` (pure Python) stays for where httptools has no wheel.
+`EdgeH11Protocol` (pure Python) stays for where httptools has no wheel (without the deadlines
+below).
+
+Slow and odd clients (issue 29, item 7), on `EdgeHttpToolsProtocol`, each figure a setting
+(`EdgeConfig`, from `ServiceSettings`; defaults in docs/operations.md):
+
+- the request line and headers must be complete within `HTTP_HEAD_TIMEOUT_S` (10 s) of the
+  connection opening, or of the first byte of the next request on a kept-alive connection;
+  otherwise 408 `timeout` and the connection is closed (a client that connects and sends nothing
+  is closed too): half-open sockets cannot pile up (slowloris);
+- a request body may pause at most `HTTP_BODY_IDLE_TIMEOUT_S` (10 s) between two reads; then
+  the connection is closed and the app sees the client gone;
+- an idle kept-alive connection is closed after `HTTP_KEEP_ALIVE_S` (5 s; uvicorn's own timer);
+- past `HTTP_MAX_CONNECTIONS` open connections, a new one is answered 503 `unavailable` and
+  closed at once;
+- a request line that is not `METHOD target HTTP/1.0|1.1` (HTTP/0.9's `GET /`, which llhttp
+  would hold waiting for headers that never come, or any other version) is 400
+  `invalid_request`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import re
 from typing import Any
 
 import h11
@@ -38,6 +56,34 @@ from quiz_contracts.limits import HTTP_MAX_HEADER_BYTES
 # socket never discards unread bytes (which makes the kernel reset the connection).
 LINGER_S = 5.0
 LINGER_BYTES = 16 * 1024 * 1024
+
+# The edge's defaults (ServiceSettings reads each from the environment).
+HEAD_TIMEOUT_S = 10.0
+BODY_IDLE_TIMEOUT_S = 10.0
+KEEP_ALIVE_S = 5
+MAX_CONNECTIONS = 4096
+# HTTP/1.0 and 1.1 only: `GET /` alone (HTTP/0.9) or `HTTP/2.0` in a request line is refused.
+REQUEST_LINE = re.compile(rb"[!#$%&'*+.^_`|~0-9A-Za-z-]+ \S+ HTTP/1\.[01]\r?")
+# A request line longer than this is left to the parser (and to the header limit).
+MAX_CHECKED_LINE = 8192
+
+
+class EdgeConfig(Config):
+    """uvicorn's Config with the edge's deadlines and connection cap (seconds; a count)."""
+
+    def __init__(
+        self,
+        app: Any,
+        *,
+        head_timeout_s: float = HEAD_TIMEOUT_S,
+        body_idle_timeout_s: float = BODY_IDLE_TIMEOUT_S,
+        max_connections: int = MAX_CONNECTIONS,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(app, **kwargs)
+        self.head_timeout_s = head_timeout_s
+        self.body_idle_timeout_s = body_idle_timeout_s
+        self.max_connections = max_connections
 
 
 def header_bytes(request: h11.Request) -> int:
@@ -176,11 +222,116 @@ class EdgeHttpToolsProtocol(_Lingering, HttpToolsProtocol):
         self._head_bytes = 0  # the complete parts of this request's line and headers
         self._head_received = 0  # bytes received while this request's block was incomplete
         self._too_large = False
+        self._refusal_kind = ""  # why send_400_response answers: "", "version"
+        self._head_timeout_s = getattr(config, "head_timeout_s", HEAD_TIMEOUT_S)
+        self._body_idle_timeout_s = getattr(config, "body_idle_timeout_s", BODY_IDLE_TIMEOUT_S)
+        self._max_connections = getattr(config, "max_connections", MAX_CONNECTIONS)
+        self._head_timer: asyncio.TimerHandle | None = None
+        self._body_timer: asyncio.TimerHandle | None = None
+        # The start of a request line not yet ended, when a read begins a request (None: the
+        # parser is inside a request, or a pipelined one began mid-read).
+        self._line: bytes | None = b""
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        if len(self.connections) > self._max_connections:
+            self._refuse_now(
+                503,
+                ContractError(
+                    ErrorCode.unavailable,
+                    f"over {self._max_connections} open connections: try again shortly",
+                    retry_after_s=1,
+                ),
+            )
+            return
+        self._arm_head_timer()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._cancel_timers()
+        super().connection_lost(exc)
+
+    def _cancel_timers(self) -> None:
+        for timer in (self._head_timer, self._body_timer):
+            if timer is not None:
+                timer.cancel()
+        self._head_timer = self._body_timer = None
+
+    def _arm_head_timer(self) -> None:
+        if self._head_timer is None:
+            self._head_timer = self.loop.call_later(self._head_timeout_s, self._head_timed_out)
+
+    def _head_timed_out(self) -> None:
+        self._head_timer = None
+        if self.transport.is_closing():
+            return
+        if self.cycle is not None and not self.cycle.response_complete:
+            # A pipelined head waits behind the answer the app is still writing: the deadline
+            # is the client's, so it counts afresh once that answer is out (on_response_complete).
+            return
+        self._refuse_now(
+            408,
+            ContractError(
+                ErrorCode.timeout,
+                f"the request line and headers took over {self._head_timeout_s:g} s",
+            ),
+        )
+
+    def _arm_body_timer(self) -> None:
+        if self._body_timer is not None:
+            self._body_timer.cancel()
+        self._body_timer = self.loop.call_later(self._body_idle_timeout_s, self._body_timed_out)
+
+    def _body_timed_out(self) -> None:
+        self._body_timer = None
+        if self.flow.read_paused:
+            # The app is not reading the body yet (flow control paused the socket): the wait
+            # is ours, not the client's.
+            self._arm_body_timer()
+            return
+        if not self.transport.is_closing():
+            self.logger.warning(
+                "request body idle over %g s: connection closed", self._body_idle_timeout_s
+            )
+            self.transport.close()
+
+    def _refuse_now(self, status: int, error: ContractError) -> None:
+        """Answer `error` with `status` and close at once (no lingering: the client is slow or
+        one too many, and what it may still send is not worth the wait)."""
+        self.logger.warning("refused before routing: %s", error.message)
+        _, headers, body = _refusal_parts(error)
+        self._cancel_timers()
+        default_headers = self.server_state.default_headers
+        self.transport.write(_raw_response(status, default_headers, headers, body))
+        self.transport.close()
+
+    def _check_request_line(self, data: bytes) -> bool:
+        """False (and a 400 sent) when a read beginning a request holds a request line that is
+        not HTTP/1.0 or 1.1; short reads are kept until the line ends."""
+        if self._line is None:
+            return True
+        pending = (self._line + data).lstrip(b"\r\n")  # empty lines before a request are allowed
+        end = pending.find(b"\n")
+        if end < 0:
+            self._line = pending if len(pending) <= MAX_CHECKED_LINE else None
+            return True
+        self._line = None
+        if REQUEST_LINE.fullmatch(pending[:end]):
+            return True
+        self._refusal_kind = "version"
+        self.send_400_response("not an HTTP/1.x request line")
+        return False
 
     def data_received(self, data: bytes) -> None:
         if self._lingering:
             self._drop(len(data))
             return
+        if not self._check_request_line(data):
+            return
+        if self._head_timer is None and not self._in_head and self._body_timer is None:
+            # The first byte of the next request on a kept-alive connection.
+            self._arm_head_timer()
+        elif self._body_timer is not None:
+            self._arm_body_timer()
         # A read that began inside an incomplete block is all head bytes until the block ends;
         # one that began a request is measured by the callbacks (its tail is at most one read).
         counted = self._in_head
@@ -194,6 +345,9 @@ class EdgeHttpToolsProtocol(_Lingering, HttpToolsProtocol):
 
     def on_message_begin(self) -> None:
         super().on_message_begin()
+        # A request that began in the middle of a read (pipelined) is the parser's to judge.
+        self._line = None
+        self._arm_head_timer()
         self._in_head = True
         # The request line's fixed part (" HTTP/1.1\r\n") and the blank line ending the block.
         self._head_bytes = 13
@@ -209,8 +363,34 @@ class EdgeHttpToolsProtocol(_Lingering, HttpToolsProtocol):
 
     def on_headers_complete(self) -> None:
         self._in_head = False
+        if self._head_timer is not None:
+            self._head_timer.cancel()
+            self._head_timer = None
         self._count(len(self.parser.get_method()))
+        if self.parser.get_http_version() not in ("1.0", "1.1"):
+            self._refusal_kind = "version"
+            raise _HeadersTooLarge  # a callback error: answered through send_400_response
+        # A body may follow: it may pause between reads, not for ever.
+        self._arm_body_timer()
         super().on_headers_complete()
+
+    def on_message_complete(self) -> None:
+        if self._body_timer is not None:
+            self._body_timer.cancel()
+            self._body_timer = None
+        super().on_message_complete()
+
+    def on_response_complete(self) -> None:
+        # The next read begins the next request (unless one is already pipelined).
+        if not self.pipeline and not self._in_head and self._body_timer is None:
+            self._line = b""
+        if self._in_head:
+            # A pipelined head still incomplete: its whole deadline from now (see above).
+            if self._head_timer is not None:
+                self._head_timer.cancel()
+                self._head_timer = None
+            self._arm_head_timer()
+        super().on_response_complete()
 
     def _count(self, size: int) -> None:
         self._head_bytes += size
@@ -220,13 +400,27 @@ class EdgeHttpToolsProtocol(_Lingering, HttpToolsProtocol):
 
     def send_400_response(self, msg: str) -> None:
         """uvicorn calls this when httptools refuses the request (a callback of ours included)."""
-        error = _refusal(self._too_large)
+        if self._refusal_kind == "version":
+            error = ContractError(ErrorCode.invalid_request, "HTTP/1.0 or HTTP/1.1 requests only")
+        else:
+            error = _refusal(self._too_large)
         self.logger.warning("refused before routing: %s", error.message)
         status, headers, body = _refusal_parts(error)
-        # No reason phrase, as h11 sends it (RFC 9112 allows an empty one).
-        content = [b"HTTP/1.1 %d \r\n" % status]
-        for name, value in [*self.server_state.default_headers, *headers]:
-            content += [name, b": ", value, b"\r\n"]
-        content += [b"\r\n", body]
-        self.transport.write(b"".join(content))
+        self._cancel_timers()
+        default_headers = self.server_state.default_headers
+        self.transport.write(_raw_response(status, default_headers, headers, body))
         self._linger()
+
+
+def _raw_response(
+    status: int,
+    default_headers: list[tuple[bytes, bytes]],
+    headers: list[tuple[bytes, bytes]],
+    body: bytes,
+) -> bytes:
+    """An HTTP/1.1 response as bytes; no reason phrase, as h11 sends it (RFC 9112 allows it)."""
+    content = [b"HTTP/1.1 %d \r\n" % status]
+    for name, value in [*default_headers, *headers]:
+        content += [name, b": ", value, b"\r\n"]
+    content += [b"\r\n", body]
+    return b"".join(content)

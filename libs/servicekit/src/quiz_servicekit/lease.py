@@ -73,7 +73,12 @@ def default_holder_id(service: str) -> str:
 
 
 async def lease_bucket(
-    js: JetStreamContext, bucket: str, *, ttl_s: float, replicas: int = 1
+    js: JetStreamContext,
+    bucket: str,
+    *,
+    ttl_s: float,
+    replicas: int = 1,
+    description: str = "leases (quiz_servicekit.lease)",
 ) -> KeyValue:
     """The KV bucket of one kind of lease, entries expiring `ttl_s` after their last write.
 
@@ -86,7 +91,7 @@ async def lease_bucket(
     except BucketNotFoundError:
         return await js.create_key_value(
             bucket=bucket,
-            description="leases (quiz_servicekit.lease)",
+            description=description,
             history=1,
             ttl=ttl_s,
             replicas=replicas,

@@ -2,10 +2,18 @@
 
 from __future__ import annotations
 
-from pydantic import AliasChoices, Field
+from typing import Literal, Self
+
+from pydantic import AliasChoices, Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from quiz_contracts.limits import HTTP_MAX_BODY_BYTES
+from quiz_servicekit.http_protocol import (
+    BODY_IDLE_TIMEOUT_S,
+    HEAD_TIMEOUT_S,
+    KEEP_ALIVE_S,
+    MAX_CONNECTIONS,
+)
 
 
 def _env(name: str) -> AliasChoices:
@@ -50,10 +58,58 @@ class ServiceSettings(BaseSettings):
     http_max_body_bytes: int = Field(
         HTTP_MAX_BODY_BYTES, ge=0, validation_alias=_env("HTTP_MAX_BODY_BYTES")
     )
+    # `production` (the prod overlay) refuses to start without JWT_ISSUER, JWT_AUDIENCE and a
+    # key set: a token the identity provider signed for another application must not pass
+    # (issue 29, item 3). `development` checks `iss`/`aud` only where they are set.
+    quiz_env: Literal["development", "production"] = Field(
+        "development", validation_alias=_env("QUIZ_ENV")
+    )
+    # The HTTP edge against slow clients (quiz_servicekit.http_protocol, issue 29 item 7): the
+    # request line and headers within HTTP_HEAD_TIMEOUT_S, a body pausing at most
+    # HTTP_BODY_IDLE_TIMEOUT_S between reads, an idle kept-alive connection closed after
+    # HTTP_KEEP_ALIVE_S, at most HTTP_MAX_CONNECTIONS open at once (503 past it).
+    http_head_timeout_s: float = Field(
+        HEAD_TIMEOUT_S, gt=0, le=HEAD_TIMEOUT_S, validation_alias=_env("HTTP_HEAD_TIMEOUT_S")
+    )
+    http_body_idle_timeout_s: float = Field(
+        BODY_IDLE_TIMEOUT_S, gt=0, validation_alias=_env("HTTP_BODY_IDLE_TIMEOUT_S")
+    )
+    http_keep_alive_s: int = Field(KEEP_ALIVE_S, ge=1, validation_alias=_env("HTTP_KEEP_ALIVE_S"))
+    http_max_connections: int = Field(
+        MAX_CONNECTIONS, ge=1, validation_alias=_env("HTTP_MAX_CONNECTIONS")
+    )
     jwks_file: str | None = Field(None, validation_alias=_env("JWKS_FILE"))
     jwks_url: str | None = Field(None, validation_alias=_env("JWKS_URL"))
     jwt_issuer: str | None = Field(None, validation_alias=_env("JWT_ISSUER"))
     jwt_audience: str | None = Field(None, validation_alias=_env("JWT_AUDIENCE"))
+    # JWKS_URL (quiz_servicekit.jwks): the longest a request waits for keys (an unknown `kid`,
+    # or none fetched yet), the fetch's own deadline, the fewest seconds between two refreshes
+    # an unknown `kid` may trigger, and how long fetched keys are used before a background
+    # refresh (the old keys keep answering meanwhile).
+    jwks_wait_s: float = Field(2.0, gt=0, le=2.0, validation_alias=_env("JWKS_WAIT_S"))
+    jwks_fetch_timeout_s: float = Field(5.0, gt=0, validation_alias=_env("JWKS_FETCH_TIMEOUT_S"))
+    jwks_min_refresh_s: float = Field(30.0, ge=0, validation_alias=_env("JWKS_MIN_REFRESH_S"))
+    jwks_cache_s: float = Field(300.0, gt=0, validation_alias=_env("JWKS_CACHE_S"))
     log_level: str = Field("INFO", validation_alias=_env("LOG_LEVEL"))
     # Requests handled at once per NATS endpoint; more wait in the subscription's queue.
     nats_max_concurrency: int = Field(256, validation_alias=_env("NATS_MAX_CONCURRENCY"))
+
+    @model_validator(mode="after")
+    def _production_checks_tokens(self) -> Self:
+        """QUIZ_ENV=production: JWT_ISSUER, JWT_AUDIENCE and JWKS_FILE or JWKS_URL, or no start."""
+        if self.quiz_env == "production":
+            missing = [
+                name
+                for name, value in (
+                    ("JWT_ISSUER", self.jwt_issuer),
+                    ("JWT_AUDIENCE", self.jwt_audience),
+                    ("JWKS_FILE or JWKS_URL", self.jwks_file or self.jwks_url),
+                )
+                if not value
+            ]
+            if missing:
+                raise ValueError(
+                    f"QUIZ_ENV=production needs {', '.join(missing)}: without them a token "
+                    "signed for another application would be accepted (docs/security.md, Tokens)"
+                )
+        return self

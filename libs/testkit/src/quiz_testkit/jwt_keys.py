@@ -14,6 +14,10 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from jwt.algorithms import OKPAlgorithm
 
 KID = "dev-1"
+# The issuer and audience of dev tokens: what `make run`, compose and the dev overlay set as
+# JWT_ISSUER / JWT_AUDIENCE (docs/security.md, "Tokens"), so dev and tests check them too.
+DEV_ISSUER = "urn:quiz:dev-keys"
+DEV_AUDIENCE = "quiz-llm-services"
 
 
 @dataclass
@@ -55,11 +59,18 @@ class SigningKeys:
         grants: dict[str, dict[str, Any]] | None = None,
         *,
         ttl_s: int = 3600,
+        iss: str | None = DEV_ISSUER,
+        aud: Any = DEV_AUDIENCE,
         **claims: Any,
     ) -> str:
-        """A token for `sub` with `grants`, valid for `ttl_s` seconds (negative: expired)."""
+        """A token for `sub` with `grants`, valid for `ttl_s` seconds (negative: expired), from
+        the dev issuer to the dev audience (`iss=None` / `aud=None`: without the claim)."""
         now = int(time.time())
         payload = {"sub": sub, "grants": grants or {}, "iat": now, "exp": now + ttl_s, **claims}
+        if iss is not None:
+            payload["iss"] = iss
+        if aud is not None:
+            payload["aud"] = aud
         return jwt.encode(payload, self.private_key, algorithm="EdDSA", headers={"kid": self.kid})
 
 

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from fastapi import FastAPI
 
-from quiz_editor_assist import api, handlers
+from quiz_editor_assist import api, handlers, settled
 from quiz_editor_assist.config import Settings
 from quiz_editor_assist.docs import install_docs
 from quiz_editor_assist.metrics import EditorAssistMetrics
+from quiz_editor_assist.runner_quota import PersonQuota
 from quiz_editor_assist.service import GenerateService
 from quiz_servicekit.app import ServiceRef, ServiceRuntime, create_service_app, run_service
+from quiz_servicekit.lease import lease_bucket
 
 NAME = "editor-assist"
 VERSION = "0.1.0"
@@ -29,12 +31,23 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     runtime.add_endpoints(handlers.endpoints(service))
 
     async def on_startup(rt: ServiceRuntime) -> None:
+        # The settled runs, shared by every replica (quiz_editor_assist.settled).
+        kv = await lease_bucket(
+            rt.js,
+            settled.BUCKET,
+            ttl_s=settings.settled_ttl_s,
+            replicas=rt.stream_replicas,
+            description="settled runs kept with the gateway's stored replies (editor-assist)",
+        )
+        rt.watch_stream(f"KV_{settled.BUCKET}")
         service.set(
             GenerateService(
                 rt.nc,
                 metrics,
                 llm_deadline_s=settings.llm_deadline_s,
                 runner_timeout_s=settings.runner_timeout_s,
+                settled=settled.SettledRuns(kv, max_bytes=rt.nc.max_payload - 4096),
+                quota=PersonQuota(settings.runner_per_person),
             )
         )
 

@@ -2,11 +2,12 @@
 
 - `generate_total{type,outcome}`: wand calls by question type and outcome (ok or the error code)
 - `generate_incomplete_total{type,code}`: merged drafts returned with something left to do
-- `settle_runs_total{type,outcome}`: runner calls made by settle (ok or the error code)
+- `settle_runs_total{type,outcome}`: settle's runs: ok (the runner ran it), replayed (the run
+  kept with the gateway's stored reply: nothing ran), or the error code
 
 At 0 from the start for every question type (issue 35): `generate_total` with ok and internal,
 `generate_incomplete_total` with every code a draft can be left with, `settle_runs_total` with
-ok, runner_busy and runner_unavailable.
+ok, replayed, runner_busy and runner_unavailable.
 """
 
 from __future__ import annotations
@@ -33,10 +34,10 @@ class EditorAssistMetrics(MetricSet):
         )
         self.settle_runs = self.counter(
             "settle_runs_total",
-            "Runner calls made by settle, by type and outcome.",
+            "Settle's runs by type and outcome (replayed: kept with the stored reply, nothing ran).",
             ["type", "outcome"],
         )
         types = sorted(QUESTION_TYPES)
         zero(self.generate, types, ["ok", "internal"])
         zero(self.incomplete, types, INCOMPLETE_CODES)
-        zero(self.settle_runs, types, ["ok", "runner_busy", "runner_unavailable"])
+        zero(self.settle_runs, types, ["ok", "replayed", "runner_busy", "runner_unavailable"])

@@ -8,7 +8,7 @@ from quiz_contracts import subjects
 from quiz_contracts.errors import ContractError, ErrorCode
 from quiz_contracts.generate import GenerateAvailability, GenerateRequest, GenerateResult
 from quiz_contracts.llm import CompleteRequest, Effort, LlmMessage, Purpose
-from quiz_contracts.runner import RunReply
+from quiz_contracts.runner import RunReply, RunRequest
 from quiz_editor_assist.generators.pipeline import (
     apply_proposal,
     generate_result,
@@ -21,6 +21,8 @@ from quiz_editor_assist.generators.pipeline import (
 )
 from quiz_editor_assist.generators.registry import generated_types
 from quiz_editor_assist.metrics import EditorAssistMetrics
+from quiz_editor_assist.runner_quota import PersonQuota
+from quiz_editor_assist.settled import SettledRuns, settled_key
 from quiz_servicekit.llm import LlmClient
 from quiz_servicekit.natsio import request
 from quiz_servicekit.request_ids import bounded_id
@@ -36,10 +38,15 @@ class GenerateService:
         *,
         llm_deadline_s: float,
         runner_timeout_s: float,
+        settled: SettledRuns | None = None,
+        quota: PersonQuota | None = None,
     ) -> None:
         """`llm_deadline_s`: the model's whole turn, retries included (s); `runner_timeout_s`:
-        one settle call on the runner, compile and every case (s)."""
+        one settle call on the runner, compile and every case (s); `settled`: the runs kept
+        with the gateway's stored replies; `quota`: settle runs per person at once."""
         self._nc = nc
+        self._settled = settled
+        self._quota = quota or PersonQuota(2)
         # Its errors are the four codes ADR-059 §5 lets the editor see.
         self._llm = LlmClient(nc)
         self._llm_deadline_s = llm_deadline_s
@@ -101,23 +108,45 @@ class GenerateService:
             if too_large_run is not None:
                 incomplete.append(too_large_run)
             else:
+                key = settled_key(complete.request_id or "", completion.call_id)
                 try:
-                    reply = await request(
-                        self._nc,
-                        subjects.RUNNER_RUN,
-                        run,
-                        RunReply,
-                        timeout=self._runner_timeout_s,
-                        unavailable_code=ErrorCode.runner_unavailable,
-                    )
+                    reply = await self._settle_run(question_type, teacher, key, run)
                 except ContractError as e:
                     self._metrics.settle_runs.labels(question_type, e.code.value).inc()
                     incomplete.append(runner_failed(e))
                 else:
-                    self._metrics.settle_runs.labels(question_type, "ok").inc()
                     config, left = settle_reply(question_type, config, step.plan, reply)
                     incomplete.extend(left)
         return generate_result(draft, config, explanation, incomplete, step.notices)
+
+    async def _settle_run(
+        self, question_type: str, teacher: str, key: str, run: RunRequest
+    ) -> RunReply:
+        """The runner's reply to `run`: the one kept with this model reply (a replay: nothing
+        runs, nothing is counted against the teacher), else a run within the teacher's bound
+        (runner_busy past it), kept for the replays."""
+        if self._settled is not None and (kept := await self._settled.get(key, run)):
+            self._metrics.settle_runs.labels(question_type, "replayed").inc()
+            return kept
+        with self._quota.hold(teacher) as admitted:
+            if not admitted:
+                raise ContractError(
+                    ErrorCode.runner_busy,
+                    f"{self._quota.per_person} runs of yours are running already",
+                    retry_after_s=1,
+                )
+            reply = await request(
+                self._nc,
+                subjects.RUNNER_RUN,
+                run,
+                RunReply,
+                timeout=self._runner_timeout_s,
+                unavailable_code=ErrorCode.runner_unavailable,
+            )
+        self._metrics.settle_runs.labels(question_type, "ok").inc()
+        if self._settled is not None:
+            await self._settled.put(key, run, reply)
+        return reply
 
     async def availability(self) -> GenerateAvailability:
         """Whether to show the wand: a model can be called, and the types with a generator."""

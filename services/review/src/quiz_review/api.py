@@ -54,7 +54,7 @@ def review_router(review_service: ServiceRef[ReviewService]) -> APIRouter:
 
     async def contributor(request: Request, service: ReviewServiceDep) -> Identity:
         """The caller, when contributor on the question or on its pool; 404 otherwise."""
-        identity = current_identity(request)
+        identity = await current_identity(request)
         question_id = request.path_params["question_id"]
         if _reaches(identity, f"question:{question_id}", "contributor"):
             return identity
@@ -91,7 +91,7 @@ def review_router(review_service: ServiceRef[ReviewService]) -> APIRouter:
         service: ReviewServiceDep,
     ) -> ReviewPillsReply:
         """Pills of a page of questions; a question out of reach or without a row has none."""
-        identity = current_identity(request)
+        identity = await current_identity(request)
 
         def may_see(question_id: str, pool_id: str) -> bool:
             return (

@@ -12,6 +12,16 @@ becomes one space; 5. trimmed and split; 6. leading articles (le la les l un une
 the a an) dropped while more than one word remains. So "l'eau" and "l’eau" give "eau", "Le"
 alone stays "le", "de la" gives "la", and "!!!" gives "" — an empty key is skipped everywhere.
 
+Disguises folded too (issue 29, item 8), so a hidden idea cannot come back looking the same:
+before step 4, every default-ignorable code point and format character (zero-width space and
+joiners, bidi controls, soft hyphen, variation selectors, the Hangul fillers U+115F, U+1160,
+U+3164, U+FFA0…) is removed, not turned into a space; and every character outside ASCII that
+Unicode's confusables (UTS #39 / TR39, `confusables.txt`, through the maintained
+`confusable-homoglyphs` package) give a prototype is replaced by it, after lower-casing (the
+Cyrillic "і" and "а" of "іdiot" or "pаris" become the Latin "i" and "a"; Greek "ο" becomes
+"o"). ASCII is never mapped: what the platform's keys are made of stays as the platform keys
+it, so its key vectors hold (TR39's own skeleton would make "m" into "rn" and "1" into "l").
+
 Quirk, kept on purpose (FACTS D): "à vélo" keys to "velo" and "là-bas" to "bas" — "à" and "là"
 lose their accent, then read as the articles "a" and "la". Telling them apart would need the
 accent, and a key that depends on what folding removed is no longer its own key (idea_key of
@@ -36,6 +46,54 @@ ARTICLES = frozenset(
 # The platform's own classes (`\p{M}`, `\p{L}`, `\p{N}`), which the stdlib `re` lacks.
 _MARKS = regex.compile(r"\p{M}+")
 _NOT_LETTER_OR_NUMBER = regex.compile(r"[^\p{L}\p{N}]+")
+# Invisible in any text: default-ignorable code points (Unicode's own list: zero-width
+# characters, bidi controls, the Hangul fillers, variation selectors, tags…) and every format
+# character (\p{Cf}). Removed, so "pho\u200btosynthèse" is "photosynthese", not two words.
+_INVISIBLE = regex.compile(r"[\p{Default_Ignorable_Code_Point}\p{Cf}]+")
+# Mapping then lower-casing may yield a character that maps again; a few rounds reach the end.
+_FOLD_ROUNDS = 4
+
+
+@functools.cache
+def _prototypes() -> dict[int, str]:
+    """Non-ASCII character → its TR39 prototype, from `confusable-homoglyphs`' confusables data.
+
+    That data lists each pair of `confusables.txt` both ways (a prototype lists its sources, a
+    source its prototype); a character's prototype is the centre of its group, the member with
+    the most confusables (ASCII first, then the smallest, on a tie), so that every member of a
+    group maps to one and the same text.
+    """
+    from confusable_homoglyphs.confusables import confusables_data  # loaded once, ~1 MB JSON
+
+    def clean(text: str) -> str:
+        return _INVISIBLE.sub("", text)  # the data wraps right-to-left letters in LRM marks
+
+    groups: dict[str, set[str]] = {}
+    for char, entries in confusables_data.items():
+        groups.setdefault(clean(char), set()).update(clean(e["c"]) for e in entries)
+    table: dict[int, str] = {}
+    for char, confusable in groups.items():
+        if len(char) != 1 or char.isascii():
+            continue
+        best = max(
+            [char, *confusable],
+            key=lambda c: (len(groups.get(c, ())), c.isascii(), [-ord(x) for x in c]),
+        )
+        if best != char:
+            table[ord(char)] = best
+    return table
+
+
+def _fold_disguises(text: str) -> str:
+    """Lower-cased text without invisible characters or marks, lookalikes replaced (TR39)."""
+    text = _INVISIBLE.sub("", text)
+    table = _prototypes()
+    for _ in range(_FOLD_ROUNDS):
+        folded = _MARKS.sub("", unicodedata.normalize("NFKD", text.lower().translate(table)))
+        if folded == text:
+            break
+        text = folded
+    return text
 
 
 def idea_key(raw: str) -> str:
@@ -43,6 +101,8 @@ def idea_key(raw: str) -> str:
     text = unicodedata.normalize("NFKD", raw)
     if not text.isascii():  # ASCII has no combining mark
         text = _MARKS.sub("", text)
+        if not text.isascii():  # nor anything invisible, nor a lookalike (French is ASCII now)
+            text = _fold_disguises(text)
     words = _NOT_LETTER_OR_NUMBER.sub(" ", text.lower()).split()
     start = 0
     while start < len(words) - 1 and words[start] in ARTICLES:
@@ -66,7 +126,8 @@ def room_text(raw: str) -> str:
     Bidirectional controls are removed, the text is composed (NFC), every run of three or more
     combining marks is removed whole, composed again (a removal may bring two composable
     characters together) and its spaces collapsed. The key is untouched by this
-    (`idea_key(room_text(t))` may differ from `idea_key(t)` only where a control split a word),
+    (`idea_key(room_text(t))` may differ from `idea_key(t)` only where a stacked mark run was
+    dropped: the bidi controls are invisible to the key already),
     and it is idempotent: `room_text(room_text(t)) == room_text(t)`, so a spelling shown on the
     board reads back as itself.
     """

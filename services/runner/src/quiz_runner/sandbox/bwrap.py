@@ -29,6 +29,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from quiz_runner.languages import BUILD_DIR, SANDBOX_PATH_ENV, SOURCE_DIR, TMP_DIR, WORK_DIR
+from quiz_runner.sandbox import seccomp
 from quiz_runner.sandbox.base import (
     MAX_BUILD_BYTES,
     BuildEntry,
@@ -133,11 +134,14 @@ class BwrapSandbox:
             os.open(lib, os.O_RDONLY | os.O_CLOEXEC) for lib in bundled_libraries(self.bwrap)
         ]
         self.init_fd = sealed_memfd("quiz-runner-init", init_path.read_bytes())
+        # The seccomp filters (quiz_runner.sandbox.seccomp): bwrap's per request, the
+        # program's read by each step's init with pread (so one sealed memfd serves them all).
+        self.program_filter_fd = sealed_memfd("seccomp-program", seccomp.program_filter())
 
     def ready(self) -> tuple[bool, str]:
         """bwrap and the init are held open."""
         try:
-            for fd in (self.bwrap_fd, self.init_fd, *self.preload_fds):
+            for fd in (self.bwrap_fd, self.init_fd, self.program_filter_fd, *self.preload_fds):
                 os.fstat(fd)
         except OSError as exc:
             return False, f"bwrap or the init is gone: {exc}"
@@ -162,15 +166,34 @@ class BwrapSandbox:
         if isinstance(job.session, Session):
             return job.session
         src_args, fds = self._readonly_tree(job, "src", SOURCE_DIR, self._source_entries(job))
-        session = await Session.start(
-            [fd_path(self.bwrap_fd), "--args"],
-            # bwrap's root is a tmpfs without a size: read-only, so nothing is written there.
-            [*self._request_args(), *src_args, "--remount-ro", "/"],
-            [fd_path(self.init_fd), "--serve"],
-            uid=job.uid,
-            pass_fds=[self.bwrap_fd, self.init_fd, *self.preload_fds, *fds],
-            preload=[fd_path(fd) for fd in self.preload_fds],
-        )
+        # bwrap reads its filter from the fd's offset: a fresh one per request.
+        sandbox_filter = seccomp.filter_fd("seccomp-sandbox", seccomp.sandbox_filter())
+        try:
+            session = await Session.start(
+                [fd_path(self.bwrap_fd), "--args"],
+                # bwrap's root is a tmpfs without a size: read-only, so nothing is written there.
+                [
+                    *self._request_args(),
+                    *src_args,
+                    "--remount-ro",
+                    "/",
+                    "--seccomp",
+                    str(sandbox_filter),
+                ],
+                [fd_path(self.init_fd), "--seccomp", str(self.program_filter_fd), "--serve"],
+                uid=job.uid,
+                pass_fds=[
+                    self.bwrap_fd,
+                    self.init_fd,
+                    self.program_filter_fd,
+                    sandbox_filter,
+                    *self.preload_fds,
+                    *fds,
+                ],
+                preload=[fd_path(fd) for fd in self.preload_fds],
+            )
+        finally:
+            os.close(sandbox_filter)
         job.session = session
         return session
 

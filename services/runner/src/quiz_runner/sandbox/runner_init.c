@@ -32,12 +32,19 @@
  * PATH:BYTES:INODES (the compile step) mounts that writable tmpfs in the request's namespace
  * for the step and makes it read-only after. EOF on FD ends the request: pid 1 exits, and the
  * kernel ends the request's pid namespace with it.
+ *
+ * Seccomp (`quiz-runner-init --seccomp FD --serve SOCK`): FD holds a compiled BPF program (the
+ * runner's `quiz_runner.sandbox.seccomp`, made with libseccomp) that each step's program gets
+ * just before execve, stacked on the filter bwrap applied to the whole sandbox: it denies the
+ * mount and namespace calls this init itself needs for its set-up, so bwrap cannot apply them.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/capability.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -61,6 +68,33 @@
 #define MAX_STEP_FDS 6
 #define MAX_STEP_ARGS 1024
 #define MAX_MESSAGE (256 * 1024)
+#define MAX_FILTER_BYTES (BPF_MAXINSNS * sizeof(struct sock_filter))
+
+/* The program's seccomp filter (--seccomp FD): read once per step, applied before execve. */
+static int program_filter_fd = -1;
+static unsigned char program_filter[MAX_FILTER_BYTES];
+static size_t program_filter_len;
+
+static void die(const char *what);
+
+static void load_program_filter(void) {
+    if (program_filter_fd < 0) return;
+    size_t got = 0;
+    for (;;) {
+        ssize_t n = pread(program_filter_fd, program_filter + got, sizeof program_filter - got,
+                          (off_t)got);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) die("seccomp filter");
+        if (n == 0) break;
+        got += (size_t)n;
+        if (got == sizeof program_filter) break;
+    }
+    if (got == 0 || got % sizeof(struct sock_filter) != 0) {
+        errno = EINVAL;
+        die("seccomp filter");
+    }
+    program_filter_len = got;
+}
 
 static void die(const char *what) {
     fprintf(stderr, "quiz-runner-init: %s: %s\n", what, strerror(errno));
@@ -347,6 +381,7 @@ static int run_program(struct step *s) {
         collect && s->collect_spec && is_number(s->collect_spec) ? atoi(s->collect_spec) : -1;
     int archive_fd =
         archive && s->archive_spec && is_number(s->archive_spec) ? atoi(s->archive_spec) : -1;
+    load_program_filter(); /* before its fd is closed with the others */
     int keep[3] = {status_fd, collect_fd, archive_fd};
     close_other_fds(keep, 3);
     if (status_fd >= 0) fcntl(status_fd, F_SETFD, FD_CLOEXEC);
@@ -383,6 +418,14 @@ static int run_program(struct step *s) {
         if (s->nofile > 0) set_limit(RLIMIT_NOFILE, (rlim_t)s->nofile, (rlim_t)s->nofile);
         set_limit(RLIMIT_MEMLOCK, 0, 0);
         set_limit(RLIMIT_MSGQUEUE, 0, 0);
+        if (program_filter_len) { /* the last thing before execve: no_new_privs is set */
+            struct sock_fprog prog = {(unsigned short)(program_filter_len / sizeof(struct sock_filter)),
+                                      (struct sock_filter *)program_filter};
+            if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) != 0) {
+                fprintf(stderr, "quiz-runner-init: seccomp: %s\n", strerror(errno));
+                _exit(125);
+            }
+        }
         execv(s->prog[0], s->prog);
         fprintf(stderr, "quiz-runner-init: cannot run %s: %s\n", s->prog[0], strerror(errno));
         _exit(127);
@@ -574,9 +617,10 @@ static int serve_step(int sock, int sigfd, char **argv, int argc, int *fds, int 
 }
 
 static int serve(int sock) {
-    int keep[1] = {sock};
-    close_other_fds(keep, 1);
+    int keep[2] = {sock, program_filter_fd};
+    close_other_fds(keep, 2);
     fcntl(sock, F_SETFD, FD_CLOEXEC);
+    if (program_filter_fd >= 0) fcntl(program_filter_fd, F_SETFD, FD_CLOEXEC);
     signal(SIGPIPE, SIG_IGN);
     sigset_t chld;
     sigemptyset(&chld);
@@ -634,6 +678,12 @@ static int serve(int sock) {
 }
 
 int main(int argc, char **argv) {
+    if (argc >= 3 && !strcmp(argv[1], "--seccomp") && is_number(argv[2])) {
+        program_filter_fd = atoi(argv[2]);
+        argv[2] = argv[0];
+        argv += 2;
+        argc -= 2;
+    }
     if (argc == 3 && !strcmp(argv[1], "--serve") && is_number(argv[2])) return serve(atoi(argv[2]));
     struct step s;
     if (parse_step(argc, argv, &s) != 0) return 125;
