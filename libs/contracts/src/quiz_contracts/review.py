@@ -107,8 +107,10 @@ class ReviewFinding(ReviewModel):
     code: str | None = Field(
         default=None,
         max_length=60,
+        # Absent rather than null: a model's finding reads exactly as the platform's.
+        exclude_if=lambda value: value is None,
         description="A finding of the item-writing-flaw lint (issue 30) carries its code "
-        "(`iwf.…`); the model's findings have none.",
+        "(`iwf.…`); the model's findings have none (the key is absent).",
     )
 
 
@@ -147,7 +149,10 @@ class ReviewList(ReviewModel):
     enabled: bool = Field(description="The pool's owner turned the night's review on.")
     lint: bool = Field(
         default=False,
-        description="The pool's reviews carry the item-writing-flaw lint's notices (issue 30).",
+        # Absent while off: the platform's tab reads as it always has.
+        exclude_if=lambda value: not value,
+        description="The pool's reviews carry the item-writing-flaw lint's notices (issue 30); "
+        "absent: off.",
     )
     reviewed: int = Field(ge=0, description="Reviewable latest versions with a non-failed row.")
     pending: int = Field(ge=0, description="Reviewable latest versions still waiting.")

@@ -9,6 +9,8 @@
 - `question_events_total{kind}`: question-store events applied (published, duplicate,
   version_deleted, retired, deleted)
 - `requests_total{outcome}`: review requests answered (reviewed, existing, or an error code)
+- `lints_total{outcome}`: item-writing-flaw lints (NATS and HTTP) by outcome (clean, findings,
+  or the refusal's code: draft_invalid, lint_unsupported, limit_exceeded)
 """
 
 from __future__ import annotations
@@ -33,3 +35,4 @@ class ReviewMetrics(MetricSet):
         self.requests = self.counter(
             "requests_total", "Review requests answered, by outcome.", ["outcome"]
         )
+        self.lints = self.counter("lints_total", "Item-writing-flaw lints by outcome.", ["outcome"])

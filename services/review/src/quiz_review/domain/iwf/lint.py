@@ -2,8 +2,9 @@
 
 1. the type must be `mcq` (`lint_unsupported` otherwise: the rubric's flaws are those of
    multiple-choice items);
-2. the config must validate as the platform's mcq (`McqConfig`; `draft_invalid` with its
-   problems otherwise): a rule reads choices and a key, and an unfinished draft has neither;
+2. the config must be no larger than an mcq can be (`limit_exceeded`), then validate as the
+   platform's mcq (`McqConfig`; `draft_invalid` with its problems otherwise): a rule reads
+   choices and a key, and an unfinished draft has neither;
 3. the item is read once (`Item`: words, folded, lemmas on demand) in the question's language;
 4. every criterion runs — the eleven for fr, en, de, it; the language-free ones (4, 10, 16)
    for another language — each a pure function of the item (`choices`, `form`, `wording`,
@@ -22,7 +23,7 @@ from typing import Any, Final
 
 from quiz_contracts.errors import ContractError, ErrorCode
 from quiz_contracts.questions.mcq import McqConfig
-from quiz_contracts.questions.registry import read_draft
+from quiz_contracts.questions.registry import check_draft_size, read_draft
 from quiz_contracts.review import LintFinding, LintReply
 from quiz_review.domain.iwf import choices, cues, form, wording
 from quiz_review.domain.iwf.item import Flaw, Item
@@ -67,7 +68,8 @@ def lint_mcq(config: McqConfig, language: str) -> tuple[list[Flaw], list[int]]:
 
 
 def read_mcq(type_name: str, config: Mapping[str, Any]) -> McqConfig:
-    """The config as a valid mcq; `lint_unsupported` for another type, `draft_invalid` with
+    """The config as a valid mcq; `lint_unsupported` for another type, `limit_exceeded` for a
+    draft larger than any mcq, `draft_invalid` with
     the platform's problems (`details.problems`: `[{path, message}]`) when it does not
     validate."""
     if type_name not in LINTED_TYPES:
@@ -75,6 +77,7 @@ def read_mcq(type_name: str, config: Mapping[str, Any]) -> McqConfig:
             ErrorCode.lint_unsupported,
             f"the lint reads mcq questions only, not {type_name!r}",
         )
+    check_draft_size(type_name, config)  # limit_exceeded before any work on a huge draft
     reading = read_draft(type_name, config)
     if reading.config is None:
         where = "; ".join(f"{p.path or 'config'}: {p.message}" for p in reading.problems[:3])
