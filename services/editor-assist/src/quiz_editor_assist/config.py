@@ -19,3 +19,6 @@ class Settings(ServiceSettings):
     llm_deadline_s: float = Field(default=60.0, gt=0)
     # Compile once + every case under the runner's own limits, plus the queueing on NATS.
     runner_timeout_s: float = Field(default=45.0, gt=0)
+    # The lint of the proposal (review.v1.lint, issue 30): sub-millisecond at the review, so a
+    # short wait; past it the proposal comes back without findings.
+    lint_timeout_s: float = Field(default=2.0, gt=0, le=30)

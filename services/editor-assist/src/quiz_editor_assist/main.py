@@ -35,6 +35,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 metrics,
                 llm_deadline_s=settings.llm_deadline_s,
                 runner_timeout_s=settings.runner_timeout_s,
+                lint_timeout_s=settings.lint_timeout_s,
             )
         )
 

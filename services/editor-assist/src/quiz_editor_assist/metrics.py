@@ -3,6 +3,8 @@
 - `generate_total{type,outcome}`: wand calls by question type and outcome (ok or the error code)
 - `generate_incomplete_total{type,code}`: merged drafts returned with something left to do
 - `settle_runs_total{type,outcome}`: runner calls made by settle (ok or the error code)
+- `proposal_lints_total{outcome}`: lints of the proposed mcq (`review.v1.lint`): ok, or the
+  code that left it without findings (unavailable, timeout, draft_invalid…)
 """
 
 from __future__ import annotations
@@ -27,4 +29,9 @@ class EditorAssistMetrics(MetricSet):
             "settle_runs_total",
             "Runner calls made by settle, by type and outcome.",
             ["type", "outcome"],
+        )
+        self.proposal_lints = self.counter(
+            "proposal_lints_total",
+            "Lints of the proposed mcq through review.v1.lint, by outcome.",
+            ["outcome"],
         )
