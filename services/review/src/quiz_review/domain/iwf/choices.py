@@ -191,9 +191,12 @@ def points_at_choices(item: Item, index: int) -> bool:
     only"): the other rules leave its words to those."""
     if not item.known_language:
         return False
-    return (
-        is_none_of_the_above(item, index)
-        or is_all_of_the_above(item, index)
-        or _is_both(item, index)
-        or _labels(item, index) >= 1
-    )
+    key = ("points", index)
+    if key not in item.memo:
+        item.memo[key] = (
+            is_none_of_the_above(item, index)
+            or is_all_of_the_above(item, index)
+            or _is_both(item, index)
+            or _labels(item, index) >= 1
+        )
+    return item.memo[key]

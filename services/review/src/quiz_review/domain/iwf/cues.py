@@ -26,7 +26,7 @@ MIN_LETTERS: Final = 3
 def _forms(text: Text, stop: frozenset[str]) -> list[tuple[str, frozenset[str]]]:
     """(word as written, {folded, lemma}) of each content word."""
     out = []
-    for written, folded, lemma in zip(text.written, text.folded, text.lemmas(), strict=True):
+    for written, folded, lemma in zip(text.written, text.folded, text.lemmas, strict=True):
         if len(folded) < MIN_LETTERS or not any(c.isalpha() for c in folded):
             continue
         if folded in stop or lemma in stop:
@@ -48,18 +48,23 @@ def word_repeats_key(item: Item) -> list[Flaw]:
     stem = {form for _, forms in _forms(item.stem, stop) for form in forms}
     if not stem:
         return []
-    in_distractors = {
-        form
-        for i in item.distractors
-        for _, forms in _forms(item.choices[i], stop)
-        for form in forms
-    }
+    # The distractors' words are read only for a key that echoes the stem (most keys do not).
+    in_distractors: set[str] | None = None
     flaws = []
     for k in item.key:
         if points_at_choices(item, k):  # "Tous les états précédents" echoes the choices
             continue
         for written, forms in _forms(item.choices[k], stop):
-            if forms & stem and not forms & in_distractors:
+            if not forms & stem:
+                continue
+            if in_distractors is None:
+                in_distractors = {
+                    form
+                    for i in item.distractors
+                    for _, choice_forms in _forms(item.choices[i], stop)
+                    for form in choice_forms
+                }
+            if not forms & in_distractors:
                 text = message(REPEATS, item.language, word=written)
                 flaws.append(Flaw(12, REPEATS, choice_path(k), text))
                 break

@@ -7,7 +7,7 @@ subtag, lower case: "fr-CH" reads as "fr").
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Final
 
 from quiz_contracts.questions.common import js_collapse, js_trim
@@ -37,6 +37,8 @@ class Item:
     plain: tuple[str, ...]
     key: tuple[int, ...]
     single: bool
+    # What one rule found about a choice and another reads again (`choices.points_at_choices`).
+    memo: dict[tuple[str, int], bool] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def known_language(self) -> bool:

@@ -22,7 +22,7 @@ import re
 import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from importlib import resources
 from typing import Any, Final
 
@@ -37,6 +37,7 @@ _WORD = re.compile(r"[^\W_]+")
 _PARAMETER = re.compile(r"\[\[.*?\]\]", re.DOTALL)
 
 
+@lru_cache(maxsize=65_536)
 def fold(word: str) -> str:
     """The comparison form of a word: accents removed (NFKD minus combining marks), case-folded."""
     decomposed = unicodedata.normalize("NFKD", word)
@@ -53,6 +54,8 @@ def words(text: str) -> list[str]:
 def lemma(word: str, language: str) -> str:
     """The folded lemma of `word` in `language` ("fr", "en", "de", "it"); the folded word when
     the lemmatiser does not know it. German nouns keep their capital for the lookup."""
+    if not word.isalpha():  # "3D", "H2O", "w5": no dictionary has them
+        return fold(word)
     try:
         found = simplemma.lemmatize(word, lang=language)
     except ValueError:  # a language simplemma has no dictionary for
@@ -81,7 +84,9 @@ class Text:
         written = tuple(words(raw))
         return Text(raw, language, written, tuple(fold(w) for w in written))
 
+    @cached_property
     def lemmas(self) -> tuple[str, ...]:
+        """The folded lemma of each word (looked up once per text, when a rule needs it)."""
         return tuple(lemma(w, self.language) for w in self.written)
 
 
@@ -93,6 +98,10 @@ class Lexicon:
     singles: frozenset[str]
     single_lemmas: frozenset[str]
     phrases: Mapping[str, tuple[tuple[str, ...], ...]]
+    # The first two letters of every single word and lemma: a word that starts otherwise cannot
+    # be an inflection of one (tous/toutes/tout, jede/jeder, tutti/tutto), so it is not looked
+    # up in the lemmatiser at all — most words of a text are not.
+    stems: frozenset[str] = frozenset()
 
     @staticmethod
     def of(entries: Sequence[str], language: str, *, by_lemma: bool = True) -> Lexicon:
@@ -113,6 +122,7 @@ class Lexicon:
             frozenset(singles),
             frozenset(lemmas),
             {k: tuple(sorted(v, key=len, reverse=True)) for k, v in phrases.items()},
+            frozenset(w[:2] for w in singles | lemmas),
         )
 
     def find(self, text: Text) -> list[tuple[int, int]]:
@@ -120,7 +130,6 @@ class Lexicon:
         a phrase wins over a single word at the same start."""
         spans: list[tuple[int, int]] = []
         folded = text.folded
-        lemmas: tuple[str, ...] | None = None
         i = 0
         while i < len(folded):
             end = self._phrase_end(folded, i)
@@ -128,10 +137,8 @@ class Lexicon:
                 word = folded[i]
                 if word in self.singles:
                     end = i + 1
-                elif self.single_lemmas:
-                    if lemmas is None:
-                        lemmas = text.lemmas()
-                    if lemmas[i] in self.single_lemmas:
+                elif self.single_lemmas and word[:2] in self.stems:
+                    if lemma(text.written[i], text.language) in self.single_lemmas:
                         end = i + 1
             if end is not None:
                 spans.append((i, end))
