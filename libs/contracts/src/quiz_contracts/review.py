@@ -233,6 +233,14 @@ class QuestionVersionPublished(ReviewModel):
         max_length=500,
         description="The question's name in the pool's tab; never sent to a model.",
     )
+    language: str | None = Field(
+        default=None,
+        min_length=2,
+        max_length=35,
+        pattern=r"^[A-Za-z]{2,8}(?:[-_][A-Za-z0-9]{1,8})*$",
+        description="The question's language (issue 30: the lint's word lists); absent: the "
+        "lint runs its language-free criteria only.",
+    )
 
 
 class QuestionVersionDeleted(ReviewModel):

@@ -84,8 +84,9 @@ def review_router(review_service: ServiceRef[ReviewService]) -> APIRouter:
         access: Access = Depends(require_grant("pool:{pool_id}", "owner")),
         service: ReviewServiceDep,
     ) -> ReviewList:
-        """The owner turns the night's review of the pool on or off (off by default)."""
-        return await service.set_pool(pool_id, body.enabled, access.identity.sub)
+        """The owner turns the night's review of the pool on or off (off by default), and with
+        `lint` the item-writing-flaw lint's notices in its reviews (off by default)."""
+        return await service.set_pool(pool_id, body.enabled, access.identity.sub, body.lint)
 
     @router.post("/reviews/pills", response_model=ReviewPillsReply, responses=_COMMON)
     async def pills(

@@ -253,11 +253,19 @@ class ReviewService:
 
     async def tab(self, pool_id: str) -> ReviewList:
         enabled = await self.repo.pool_enabled(pool_id)
-        return review_list(enabled, await self.repo.tab_rows(pool_id))
+        tab = review_list(enabled, await self.repo.tab_rows(pool_id))
+        tab.lint = await self.repo.pool_lint(pool_id)
+        return tab
 
-    async def set_pool(self, pool_id: str, enabled: bool, who: str) -> ReviewList:
+    async def set_pool(
+        self, pool_id: str, enabled: bool, who: str, lint: bool | None = None
+    ) -> ReviewList:
+        """The night's switch, and the lint's notices in reviews when `lint` is given."""
         await self.repo.set_pool(pool_id, enabled, who, self._clock())
         log.info("review of pool %s turned %s", pool_id, "on" if enabled else "off")
+        if lint is not None:
+            await self.repo.set_pool_lint(pool_id, lint, who, self._clock())
+            log.info("lint notices of pool %s turned %s", pool_id, "on" if lint else "off")
         return await self.tab(pool_id)
 
     async def pills(

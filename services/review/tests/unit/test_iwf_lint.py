@@ -9,8 +9,9 @@ from typing import Any
 import pytest
 
 from quiz_contracts.errors import ContractError, ErrorCode
-from quiz_contracts.review import LINT_CRITERIA, LintReply
+from quiz_contracts.review import LINT_CRITERIA, LintReply, ReviewFinding, Severity
 from quiz_review.domain.iwf.form import parse_number
+from quiz_review.domain.iwf.in_reviews import with_lint_notices
 from quiz_review.domain.iwf.lint import CRITERIA, lint_question
 from quiz_review.eval import iwf
 
@@ -401,3 +402,37 @@ def test_the_labelled_set_meets_the_issue_s_targets() -> None:
         assert sum(1 for i in items if number in i.flaws) >= 10, number
     result = iwf.score(iwf.lint_items(items))
     assert iwf.meets_targets(result), iwf.render(result)
+
+
+def test_lint_notices_join_a_review_after_the_model_s_and_never_on_its_fields() -> None:
+    config = mcq(
+        "Quel animal n'est pas un mammifère ?",
+        "Le chat",
+        "*Le requin",
+        "Le lion",
+        "Aucune de ces réponses",
+    )
+    model = [
+        ReviewFinding(severity=Severity.notice, path="choices.3.text", message="Typo."),
+        ReviewFinding(severity=Severity.error, path="choices.1.correct", message="Faux."),
+    ]
+    merged = with_lint_notices(model, "mcq", config, "fr")
+    assert merged[:2] == model
+    # NOTA is on choices.3, which the model named (choices.3.text): dropped. The stem stays.
+    assert [(f.code, f.path, f.severity) for f in merged[2:]] == [
+        ("iwf.negative_stem", "prompt", Severity.notice)
+    ]
+    assert merged[2].fix is None
+    # Unknown language: the language-free criteria only; another type or an invalid config:
+    # the model's findings as they were.
+    assert with_lint_notices(model, "mcq", config, None) == model
+    assert with_lint_notices(model, "short", config, "fr") == model
+    assert with_lint_notices(model, "mcq", {"prompt": 1}, "fr") == model
+    # Never past the platform's 20.
+    many = [
+        ReviewFinding(severity=Severity.warn, path="explanation", message=str(i)) for i in range(20)
+    ]
+    assert with_lint_notices(many, "mcq", config, "fr") == many
+    # The model's finding keeps no code on the wire; a notice carries its own.
+    wire = [f.model_dump(mode="json") for f in merged]
+    assert "code" not in wire[0] and wire[2]["code"] == "iwf.negative_stem"
