@@ -436,3 +436,10 @@ def test_lint_notices_join_a_review_after_the_model_s_and_never_on_its_fields() 
     # The model's finding keeps no code on the wire; a notice carries its own.
     wire = [f.model_dump(mode="json") for f in merged]
     assert "code" not in wire[0] and wire[2]["code"] == "iwf.negative_stem"
+
+
+def test_a_phrase_may_go_on_with_reference_words_and_combinations_take_neither_nor() -> None:
+    assert 3 in found("en", "Which gas?", "Oxygen", "*Carbon dioxide", "No correct answer is given")
+    assert 14 in found("en", "Which conduct?", "Copper", "*Neither A nor B", "Glass")
+    assert 10 in found("fr", "Le chat .... sur le toit.", "*dort", "mange", "court")
+    assert 17 in found("en", "Smoking", "*causes cancer", "might cure colds", "helps sleep")

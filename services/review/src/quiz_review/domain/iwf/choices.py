@@ -48,6 +48,16 @@ def _phrase(text: Text, lex: Lexicon) -> bool:
     return len(spans) == 1 and spans[0] == (0, len(text.folded))
 
 
+def _phrase_then_references(text: Text, lex: Lexicon, language: str) -> bool:
+    """The choice starts with a phrase of the lexicon and goes on with reference words only
+    ("No correct answer is given", "Aucune bonne réponse parmi celles-ci")."""
+    spans = lex.find(text)
+    if not spans or spans[0][0] != 0:
+        return False
+    references = lexicon("references", "words", language, by_lemma=False)
+    return references.holds(text.folded[spans[0][1] :])
+
+
 # A head and a pointer ("Tous les états précédents") within this many words.
 POINTER_REACH: Final = 7
 
@@ -77,7 +87,7 @@ def _is_count(item: Item, index: int) -> bool:
 def is_none_of_the_above(item: Item, index: int) -> bool:
     text = item.choices[index]
     lang = item.language
-    if _phrase(text, lexicon(NOTA, "phrases", lang, by_lemma=False)):
+    if _phrase_then_references(text, lexicon(NOTA, "phrases", lang, by_lemma=False), lang):
         return True
     if not _head_then_references(text, lexicon(NOTA, "heads", lang, by_lemma=False), lang):
         return False
@@ -87,7 +97,7 @@ def is_none_of_the_above(item: Item, index: int) -> bool:
 def is_all_of_the_above(item: Item, index: int) -> bool:
     text = item.choices[index]
     lang = item.language
-    if _phrase(text, lexicon(AOTA, "phrases", lang, by_lemma=False)):
+    if _phrase_then_references(text, lexicon(AOTA, "phrases", lang, by_lemma=False), lang):
         return True
     return _head_then_references(text, lexicon(AOTA, "heads", lang, by_lemma=False), lang)
 

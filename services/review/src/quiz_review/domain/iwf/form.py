@@ -4,9 +4,10 @@
   longest choice, at least 1.3 × the longest distractor (characters of the trimmed text, inner
   spaces collapsed).
 - 10 `iwf.fill_in_blank`: a blank with words after it in the stem. A blank is two underscores or
-  more, an ellipsis standing alone (`…` or `...` with a space or the text's edge on both sides),
-  or a marker of `words/fill_in_blank.json` (`[blank]`, `[...]`, `(…)`). A stem that ends on its
-  blank, or that has none, is the incomplete-statement form the choices complete.
+  more, an ellipsis standing alone (`…`, or three dots or more, with a space or the text's edge
+  on both sides), or a marker of `words/fill_in_blank.json` (`[blank]`, `[...]`, `(…)`). A stem
+  that ends on its blank, or that has none, is the incomplete-statement form the choices
+  complete.
 - 16 `iwf.numbers_out_of_order`: every choice is a number (`parse_number`) with the same unit,
   and the list is neither non-decreasing nor non-increasing. The finding's path is the first
   choice that breaks both orders.
@@ -46,7 +47,9 @@ def longest_answer_correct(item: Item) -> list[Flaw]:
 
 def _blank_pattern() -> re.Pattern[str]:
     markers = sorted(word_file(BLANK)["markers"], key=len, reverse=True)
-    alternatives = [r"_{2,}", r"(?:(?<=\s)|^)(?:…|\.{3})(?=\s|$)"] + [re.escape(m) for m in markers]
+    alternatives = [r"_{2,}", r"(?:(?<=\s)|^)(?:…|\.{3,})(?=\s|$)"] + [
+        re.escape(m) for m in markers
+    ]
     return re.compile("|".join(alternatives), re.IGNORECASE)
 
 
