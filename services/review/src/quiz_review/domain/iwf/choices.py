@@ -44,6 +44,8 @@ _ENUMERATION = re.compile(r"(?:^|[\s(])(?:\d{1,2}|[IVXivx]{1,4})[.)]\s", re.MULT
 
 def _phrase(text: Text, lex: Lexicon) -> bool:
     """The whole choice is one word or phrase of the lexicon."""
+    if not lex.may_start(text):
+        return False
     spans = lex.find(text)
     return len(spans) == 1 and spans[0] == (0, len(text.folded))
 
@@ -51,6 +53,8 @@ def _phrase(text: Text, lex: Lexicon) -> bool:
 def _phrase_then_references(text: Text, lex: Lexicon, language: str) -> bool:
     """The choice starts with a phrase of the lexicon and goes on with reference words only
     ("No correct answer is given", "Aucune bonne réponse parmi celles-ci")."""
+    if not lex.may_start(text):
+        return False
     spans = lex.find(text)
     if not spans or spans[0][0] != 0:
         return False
@@ -124,6 +128,8 @@ def _is_both(item: Item, index: int) -> bool:
     lang = item.language
     references = lexicon("references", "words", lang, by_lemma=False)
     both = lexicon(K_TYPE, "both", lang, by_lemma=False)
+    if not both.may_start(text):
+        return False
     spans = both.find(text)
     if spans and spans[0][0] == 0:
         rest = text.folded[spans[0][1] :]

@@ -153,6 +153,15 @@ class Lexicon:
                 return i + len(phrase)
         return None
 
+    def may_start(self, text: Text) -> bool:
+        """Whether the text's first word can begin one of the lexicon's words or phrases (by
+        folded form): a cheap test before `find` for the rules that read whole choices."""
+        return bool(text.folded) and (
+            text.folded[0] in self.phrases
+            or text.folded[0] in self.singles
+            or bool(self.single_lemmas)
+        )
+
     def holds(self, folded_words: Iterable[str]) -> bool:
         """Whether every word is one of the lexicon's single words (folded)."""
         return all(w in self.singles for w in folded_words)
