@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 
 from fastapi import FastAPI
@@ -58,9 +59,10 @@ def create_app(settings: Settings | None = None, *, clock: Clock = utc_now) -> F
     )
 
     async def on_startup(rt: ServiceRuntime) -> None:
-        # The lint's lemmatiser reads a dictionary per language on first use: now, not on the
-        # first request.
-        warm_lint()
+        # The lint's lemmatiser reads a dictionary per language on first use (seconds, German's
+        # the largest): now, in a worker thread so the NATS connection's loop keeps beating,
+        # not on the first request.
+        await asyncio.to_thread(warm_lint)
         js = rt.js
         if settings.declare_questions_stream:
             try:
