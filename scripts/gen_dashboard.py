@@ -315,6 +315,16 @@ def panels() -> list[dict[str, Any]]:
             ],
             unit="reqps",
         ),
+        _panel(
+            "Proposals linted by review.v1.lint, by outcome (ok, or why without findings)",
+            [
+                (
+                    "sum by (outcome) (rate(quiz_editor_assist_proposal_lints_total[5m]))",
+                    "{{outcome}}",
+                )
+            ],
+            unit="reqps",
+        ),
         _row("Poll"),
         _panel(
             "Live frames built by audience, and frames dropped (slow SSE clients)",
@@ -363,6 +373,11 @@ def panels() -> list[dict[str, Any]]:
                     "{{trigger}} {{outcome}}",
                 )
             ],
+        ),
+        _panel(
+            "Item-writing-flaw lints (review.v1.lint and its route), by outcome",
+            [("sum by (outcome) (rate(quiz_review_lints_total[5m]))", "{{outcome}}")],
+            unit="reqps",
         ),
         _panel(
             "Review's share of the cap used (24 h)",

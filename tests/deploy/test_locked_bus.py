@@ -49,8 +49,12 @@ def test_the_table_grants_what_the_issue_says() -> None:
     assert llm_callers == {"editor-assist", "review", "poll", "lesson-fix"}
     runner_callers = {u.name for u in bus.USERS if s.RUNNER_RUN in u.publish}
     assert runner_callers == {"editor-assist"}
+    # The review's lint (issue 30): the platform and the wand, besides review's own prefix.
+    lint_callers = {u.name for u in bus.callers(bus.user("review")) if u.name not in ("ops",)}
+    assert lint_callers == {"platform", "editor-assist", "review", "monitor"}
     assert set(bus.user("platform").publish) == {
         s.REVIEW_REQUESTS,
+        s.REVIEW_LINT,
         "questions.v1.>",
         "poll.v1.open",
         "poll.v1.close",
@@ -283,8 +287,11 @@ def test_each_user_reads_replies_under_its_own_prefix_only() -> None:
     assert writes_to("llm-gateway") == {f"_INBOX_{n}.>" for n in every_llm_caller}
     assert writes_to("runner") == {f"_INBOX_{n}.>" for n in ("editor-assist", "monitor", "ops")}
     assert "_INBOX_platform.>" in writes_to("poll")
-    # Review answers no request (JetStream work only): the Services API's callers, no one else.
-    assert writes_to("review") == {"_INBOX_monitor.>", "_INBOX_ops.>"}
+    # Review answers one request, the lint (issue 30): its callers (the platform, the wand, and
+    # review itself, whose publish rights cover its own prefix) and the Services API's.
+    assert writes_to("review") == {
+        f"_INBOX_{n}.>" for n in ("platform", "editor-assist", "review", "monitor", "ops")
+    }
     # Who answers nothing writes to no one's replies.
     assert writes_to("platform") == writes_to("monitor") == set()
 

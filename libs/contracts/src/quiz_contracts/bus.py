@@ -19,14 +19,16 @@ Rules (docs/operations.md, "The locked bus"):
   connection like nats-server's `allow_responses`: a reply published after the responder
   reconnected (a NATS restart mid-call) still goes out (issue 20). No user has
   `allow_responses`;
+- only the platform and editor-assist may request the review's lint (`review.v1.lint`);
 - only editor-assist, review, poll and lesson-fix may request the gateway (`llm.v1.complete`,
   `…availability`, `…usage`); only editor-assist may request the runner (`runner.v1.run`);
 - the JetStream API is open to a service for its own streams (and the KV buckets, which are
   streams `KV_<bucket>`) only, never the whole account;
 - outside publishers (the platform's other services) may publish `review.v1.requests` and the
   question store's `questions.v1.>` events, request the poll's edge (`poll.v1.open|close|
-  join`), and read what is published for them: `review.v1.completed` and the poll's frames
-  (`poll.v1.*.tally`), nothing else; `monitor` may ping `$SRV.>`;
+  join`) and the review's lint (`review.v1.lint`), and read what is published for them:
+  `review.v1.completed` and the poll's frames (`poll.v1.*.tally`), nothing else; `monitor`
+  may ping `$SRV.>`;
 - `ops` is the operators' account-wide user (the `nats` CLI, `quiz_servicekit.dead_letters`);
   no service runs with it.
 
@@ -107,7 +109,8 @@ USERS: tuple[BusUser, ...] = (
     BusUser("runner", subscribe=("runner.v1.>",)),
     BusUser(
         "editor-assist",
-        publish=(*LLM_REQUESTS, s.RUNNER_RUN),
+        # review.v1.lint: the wand's proposal comes back linted (issue 30).
+        publish=(*LLM_REQUESTS, s.RUNNER_RUN, s.REVIEW_LINT),
         subscribe=("generate.v1.>",),
         # The settled runs kept with the gateway's stored replies (issue 29, item 6): a wand
         # request answered from a stored reply does not run the teacher's code again.
@@ -149,7 +152,7 @@ USERS: tuple[BusUser, ...] = (
     # live frames, exactly those.
     BusUser(
         "platform",
-        publish=(s.REVIEW_REQUESTS, "questions.v1.>", *POLL_EDGE),
+        publish=(s.REVIEW_REQUESTS, s.REVIEW_LINT, "questions.v1.>", *POLL_EDGE),
         subscribe=(s.REVIEW_COMPLETED, s.poll_tally_filter()),
         service=False,
     ),

@@ -21,6 +21,8 @@ from quiz_contracts.llm import (
 )
 from quiz_contracts.poll import BrainstormClose, BrainstormOpen, PollAck, PollAiJob, PollJoin
 from quiz_contracts.review import (
+    LintReply,
+    LintRequest,
     QuestionDeleted,
     QuestionRetired,
     QuestionVersionDeleted,
@@ -81,6 +83,14 @@ OPERATIONS: tuple[Operation, ...] = (
         "Whether the wand can be offered, and for which question types.",
         EmptyRequest,
         GenerateAvailability,
+    ),
+    Operation(
+        subjects.REVIEW_LINT,
+        "review",
+        "The item-writing-flaw lint of an mcq (eleven rubric criteria, no model): notices "
+        "with their code, criterion and path, and the criteria run.",
+        LintRequest,
+        LintReply,
     ),
     Operation(
         subjects.LESSON_CHECK,

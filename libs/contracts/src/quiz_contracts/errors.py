@@ -43,6 +43,8 @@ class ErrorCode(StrEnum):
     no_fix = "no_fix"
     no_review = "no_review"
     not_published = "not_published"
+    # Issue 30 (review.v1.lint): the item-writing-flaw lint reads mcq only.
+    lint_unsupported = "lint_unsupported"
     # runner: a request over a hard maximum.
     limit_exceeded = "limit_exceeded"
     unsupported_language = "unsupported_language"
@@ -89,6 +91,7 @@ HTTP_STATUS: dict[ErrorCode, int] = {
     ErrorCode.fix_stale: 409,
     # HQ routeContext.ts answers every ReviewRefusal but fix_stale with a 400.
     ErrorCode.review_unsupported: 400,
+    ErrorCode.lint_unsupported: 400,
     ErrorCode.no_fix: 400,
     ErrorCode.no_review: 400,
     ErrorCode.not_published: 400,

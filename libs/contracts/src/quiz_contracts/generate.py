@@ -20,8 +20,9 @@ from typing import Any
 from pydantic import Field
 
 from quiz_contracts.base import WireModel
-from quiz_contracts.errors import ErrorCode
+from quiz_contracts.errors import ErrorBody, ErrorCode
 from quiz_contracts.questions.mcq import MCQ_MAX_CHOICES
+from quiz_contracts.review import LintFinding
 
 # The model's output budgets, the platform's MAX_TOKENS: a program and its cases at worst.
 GENERATE_MAX_OUTPUT_TOKENS = 12_000
@@ -62,6 +63,14 @@ class GenerateRequest(WireModel):
         le=ITEM_INDEX_MAX,
         description="Index of ONE empty element to fill (mcq: a choice row).",
     )
+    language: str | None = Field(
+        default=None,
+        min_length=2,
+        max_length=35,
+        pattern=r"^[A-Za-z]{2,8}(?:[-_][A-Za-z0-9]{1,8})*$",
+        description="The question's language (fr, en, de, it…), for the lint of the proposal "
+        "(issue 30); absent: only the language-free criteria run.",
+    )
 
 
 class Incomplete(WireModel):
@@ -71,6 +80,20 @@ class Incomplete(WireModel):
         description="draft_invalid, runner_unavailable, compile_failed or partial."
     )
     message: str
+
+
+class ProposalLint(WireModel):
+    """The item-writing-flaw lint of the proposed draft (`review.v1.lint`, issue 30), shown to
+    the teacher before saving. The proposal never waits on it: when the review service does not
+    answer, `available` is false with the `reason` (`unavailable`, `timeout`) and no findings;
+    a proposal the lint refuses (`draft_invalid`: an unfinished draft) has its `reason` too."""
+
+    available: bool = Field(description="The review service answered.")
+    findings: list[LintFinding] = Field(default_factory=list)
+    checked: list[int] = Field(default_factory=list, description="The criteria run.")
+    reason: ErrorBody | None = Field(
+        default=None, description="Why there are no findings to show, when there is a reason."
+    )
 
 
 class GenerateResult(WireModel):
@@ -83,6 +106,11 @@ class GenerateResult(WireModel):
     )
     notices: list[str] = Field(default_factory=list, description="For the teacher, in English.")
     draft_hash: str = Field(description="draft_hash() of the request's config and explanation.")
+    lint: ProposalLint | None = Field(
+        default=None,
+        description="mcq: the item-writing-flaw lint of the proposed draft (issue 30); other "
+        "types: none.",
+    )
 
 
 class GenerateAvailability(WireModel):

@@ -20,12 +20,15 @@ JetStream (subjects in `quiz_contracts.subjects`):
   QuestionRetired, QuestionDeleted;
 - consumed from any publisher: ReviewRequest on `review.v1.requests` (set `Nats-Msg-Id`);
 - published: ReviewCompleted on `review.v1.completed`, one per handled request.
+
+Request/reply (issue 30): `review.v1.lint` LintRequest → LintReply, the item-writing-flaw lint
+of an mcq (no model); the same body on `POST /app/api/pools/{id}/review/lint`.
 """
 
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import AwareDatetime, ConfigDict, Field, model_validator
 from pydantic.alias_generators import to_camel
@@ -101,6 +104,14 @@ class ReviewFinding(ReviewModel):
     applied: bool = Field(
         default=False, description="The fix is in the draft (Fix pressed, not undone)."
     )
+    code: str | None = Field(
+        default=None,
+        max_length=60,
+        # Absent rather than null: a model's finding reads exactly as the platform's.
+        exclude_if=lambda value: value is None,
+        description="A finding of the item-writing-flaw lint (issue 30) carries its code "
+        "(`iwf.…`); the model's findings have none (the key is absent).",
+    )
 
 
 class QuestionReview(ReviewModel):
@@ -136,17 +147,30 @@ class ReviewList(ReviewModel):
     """`GET /app/api/pools/{id}/reviews`: the pool's open findings and how far the review got."""
 
     enabled: bool = Field(description="The pool's owner turned the night's review on.")
+    lint: bool = Field(
+        default=False,
+        # Absent while off: the platform's tab reads as it always has.
+        exclude_if=lambda value: not value,
+        description="The pool's reviews carry the item-writing-flaw lint's notices (issue 30); "
+        "absent: off.",
+    )
     reviewed: int = Field(ge=0, description="Reviewable latest versions with a non-failed row.")
     pending: int = Field(ge=0, description="Reviewable latest versions still waiting.")
     items: list[ReviewListItem] = Field(default_factory=list)
 
 
 class ReviewToggle(ReviewModel):
-    """`PUT /app/api/pools/{id}/review`: the owner turns the night's review on or off."""
+    """`PUT /app/api/pools/{id}/review`: the owner turns the night's review on or off, and the
+    lint's findings in the pool's reviews (`lint`, issue 30; absent: left as it is)."""
 
     model_config = ConfigDict(extra="forbid")
 
     enabled: bool
+    lint: bool | None = Field(
+        default=None,
+        description="Add the item-writing-flaw lint's findings to the pool's reviews as "
+        "notices (off by default); absent leaves the setting as it is.",
+    )
 
 
 class ReviewPillsRequest(ReviewModel):
@@ -208,6 +232,14 @@ class QuestionVersionPublished(ReviewModel):
         default="",
         max_length=500,
         description="The question's name in the pool's tab; never sent to a model.",
+    )
+    language: str | None = Field(
+        default=None,
+        min_length=2,
+        max_length=35,
+        pattern=r"^[A-Za-z]{2,8}(?:[-_][A-Za-z0-9]{1,8})*$",
+        description="The question's language (issue 30: the lint's word lists); absent: the "
+        "lint runs its language-free criteria only.",
     )
 
 
@@ -294,13 +326,65 @@ class ReviewCompleted(ReviewModel):
         return self
 
 
+# --- review.v1.lint: the item-writing-flaw lint (issue 30) -------------------------------------
+
+# A lint answers every finding of every choice: at most 12 choices × 11 criteria, with room.
+LINT_MAX_FINDINGS = 200
+LINT_CRITERIA = (3, 4, 6, 9, 10, 11, 12, 14, 16, 17, 19)
+
+
+class LintRequest(ReviewModel):
+    """`review.v1.lint` (and `POST /app/api/pools/{id}/review/lint`): lint a question's config.
+
+    `config` is the platform's mcq config (`quiz_contracts.questions.mcq.McqConfig`), a draft
+    or a published one. Errors: `draft_invalid` (422) with its `problems` when the config does
+    not validate; `lint_unsupported` (400) for a type other than mcq.
+    """
+
+    type: str = Field(min_length=1, max_length=40, description="The question type; mcq only.")
+    language: str = Field(
+        min_length=2,
+        max_length=35,
+        pattern=r"^[A-Za-z]{2,8}(?:[-_][A-Za-z0-9]{1,8})*$",
+        description="The question's language (BCP 47, primary subtag read): fr, en, de, it run "
+        "every criterion; another runs the language-free ones (4, 10, 16).",
+    )
+    config: dict[str, Any] = Field(description="The platform's config of that type.")
+
+
+class LintFinding(ReviewModel):
+    """One item-writing flaw: the rubric's criterion, our code, where, and why (a notice)."""
+
+    code: str = Field(description="`iwf.<flaw>`, e.g. `iwf.none_of_the_above`.")
+    criterion: int = Field(
+        ge=1, le=19, description="The number of the 19-criterion item-writing-flaw rubric."
+    )
+    path: str = Field(description="`prompt` or `choices.<i>` (index from 0).")
+    severity: Literal[Severity.notice] = Severity.notice
+    message: str = Field(max_length=FINDING_MESSAGE_MAX, description="In the question's language.")
+
+
+class LintReply(ReviewModel):
+    """The lint's findings (criterion order, then path) and the criteria it ran."""
+
+    findings: list[LintFinding] = Field(default_factory=list, max_length=LINT_MAX_FINDINGS)
+    checked: list[int] = Field(
+        description="The criteria run: all eleven for fr/en/de/it, 4, 10, 16 for another language."
+    )
+
+
 __all__ = [
     "EXPLANATION_MAX",
     "FINDING_MESSAGE_MAX",
     "FINDING_PATH_MAX",
+    "LINT_CRITERIA",
+    "LINT_MAX_FINDINGS",
     "PILLS_MAX_QUESTIONS",
     "REVIEW_MAX_FINDINGS",
     "FindingFix",
+    "LintFinding",
+    "LintReply",
+    "LintRequest",
     "QuestionDeleted",
     "QuestionRetired",
     "QuestionReview",

@@ -38,6 +38,8 @@ REVIEW_REQUESTS = "review.v1.requests"
 REVIEW_COMPLETED = "review.v1.completed"
 REVIEW_REQUESTS_STREAM = "REVIEW_REQUESTS"
 REVIEW_EVENTS_STREAM = "REVIEW_EVENTS"
+# review (issue 30): the item-writing-flaw lint, request/reply (micro service "review").
+REVIEW_LINT = "review.v1.lint"
 
 # The platform's question store publishes these on its stream; review consumes them.
 QUESTION_VERSION_PUBLISHED = "questions.v1.version.published"

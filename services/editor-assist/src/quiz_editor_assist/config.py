@@ -25,3 +25,6 @@ class Settings(ServiceSettings):
     settled_ttl_s: float = Field(default=600.0, gt=0)
     # Settle runs of one person at once on a replica (quiz_editor_assist.runner_quota).
     runner_per_person: int = Field(default=2, ge=1)
+    # The lint of the proposal (review.v1.lint, issue 30): sub-millisecond at the review, so a
+    # short wait; past it the proposal comes back without findings.
+    lint_timeout_s: float = Field(default=2.0, gt=0, le=30)

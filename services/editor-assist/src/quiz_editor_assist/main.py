@@ -48,6 +48,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 runner_timeout_s=settings.runner_timeout_s,
                 settled=settled.SettledRuns(kv, max_bytes=rt.nc.max_payload - 4096),
                 quota=PersonQuota(settings.runner_per_person),
+                lint_timeout_s=settings.lint_timeout_s,
             )
         )
 

@@ -1,13 +1,22 @@
-"""The wand's orchestration: the pure pipeline around its two calls (the gateway, the runner)."""
+"""The wand's orchestration: the pure pipeline around its calls (the gateway, the runner, and
+the review's lint of an mcq proposal)."""
 
 from __future__ import annotations
+
+from typing import Any
 
 from nats.aio.client import Client as NATS
 
 from quiz_contracts import subjects
 from quiz_contracts.errors import ContractError, ErrorCode
-from quiz_contracts.generate import GenerateAvailability, GenerateRequest, GenerateResult
+from quiz_contracts.generate import (
+    GenerateAvailability,
+    GenerateRequest,
+    GenerateResult,
+    ProposalLint,
+)
 from quiz_contracts.llm import CompleteRequest, Effort, LlmMessage, Purpose
+from quiz_contracts.review import LintReply, LintRequest
 from quiz_contracts.runner import RunReply, RunRequest
 from quiz_editor_assist.generators.pipeline import (
     apply_proposal,
@@ -27,6 +36,11 @@ from quiz_servicekit.llm import LlmClient
 from quiz_servicekit.natsio import request
 from quiz_servicekit.request_ids import bounded_id
 
+# The types the review's lint reads (issue 30), and the language sent when the editor names
+# none: "und" (BCP 47 "undetermined") runs the language-free criteria only.
+LINTED_TYPES = frozenset({"mcq"})
+UNKNOWN_LANGUAGE = "und"
+
 
 class GenerateService:
     """Completes a teacher's draft: prompt → gateway → merge → settle on the runner."""
@@ -40,10 +54,12 @@ class GenerateService:
         runner_timeout_s: float,
         settled: SettledRuns | None = None,
         quota: PersonQuota | None = None,
+        lint_timeout_s: float = 2.0,
     ) -> None:
         """`llm_deadline_s`: the model's whole turn, retries included (s); `runner_timeout_s`:
         one settle call on the runner, compile and every case (s); `settled`: the runs kept
-        with the gateway's stored replies; `quota`: settle runs per person at once."""
+        with the gateway's stored replies; `quota`: settle runs per person at once;
+        `lint_timeout_s`: the review's lint of an mcq proposal (s)."""
         self._nc = nc
         self._settled = settled
         self._quota = quota or PersonQuota(2)
@@ -51,6 +67,7 @@ class GenerateService:
         self._llm = LlmClient(nc)
         self._llm_deadline_s = llm_deadline_s
         self._runner_timeout_s = runner_timeout_s
+        self._lint_timeout_s = lint_timeout_s
         self._metrics = metrics
 
     async def generate(
@@ -117,7 +134,28 @@ class GenerateService:
                 else:
                     config, left = settle_reply(question_type, config, step.plan, reply)
                     incomplete.extend(left)
-        return generate_result(draft, config, explanation, incomplete, step.notices)
+        result = generate_result(draft, config, explanation, incomplete, step.notices)
+        if question_type in LINTED_TYPES:
+            result.lint = await self.lint(question_type, draft.language, result.config)
+        return result
+
+    async def lint(
+        self, question_type: str, language: str | None, config: dict[str, Any]
+    ) -> ProposalLint:
+        """The review's lint of the proposed draft (`review.v1.lint`, issue 30). Never an error:
+        a review that does not answer (`unavailable`, `timeout`) or refuses the draft
+        (`draft_invalid`) leaves the proposal without findings, with the reason."""
+        body = LintRequest(type=question_type, language=language or UNKNOWN_LANGUAGE, config=config)
+        try:
+            reply = await request(
+                self._nc, subjects.REVIEW_LINT, body, LintReply, timeout=self._lint_timeout_s
+            )
+        except ContractError as e:
+            self._metrics.proposal_lints.labels(e.code.value).inc()
+            answered = e.code not in (ErrorCode.unavailable, ErrorCode.timeout)
+            return ProposalLint(available=answered, reason=e.to_body())
+        self._metrics.proposal_lints.labels("ok").inc()
+        return ProposalLint(available=True, findings=reply.findings, checked=reply.checked)
 
     async def _settle_run(
         self, question_type: str, teacher: str, key: str, run: RunRequest

@@ -3,7 +3,8 @@
 Grants (JWT `grants`, the platform's resources): `pool:<id>` and `question:<id>`.
 - the pool's tab and the pills: any grant on the pool (a question grant reaches its own pill);
 - the switch: `owner` on the pool;
-- Review now, Ignore, Fix/Undo: `contributor` on the question, or on the question's pool.
+- Review now, Ignore, Fix/Undo: `contributor` on the question, or on the question's pool;
+- the lint (`POST /pools/{id}/review/lint`, issue 30): the tab's grant, any grant on the pool.
 What the caller may not reach answers 404 (invariant 6), before any work.
 """
 
@@ -13,6 +14,8 @@ from fastapi import APIRouter, Depends, Request
 
 from quiz_contracts.errors import ContractError, ErrorCode
 from quiz_contracts.review import (
+    LintReply,
+    LintRequest,
     QuestionReview,
     ReviewFixRequest,
     ReviewFixResult,
@@ -81,8 +84,9 @@ def review_router(review_service: ServiceRef[ReviewService]) -> APIRouter:
         access: Access = Depends(require_grant("pool:{pool_id}", "owner")),
         service: ReviewServiceDep,
     ) -> ReviewList:
-        """The owner turns the night's review of the pool on or off (off by default)."""
-        return await service.set_pool(pool_id, body.enabled, access.identity.sub)
+        """The owner turns the night's review of the pool on or off (off by default), and with
+        `lint` the item-writing-flaw lint's notices in its reviews (off by default)."""
+        return await service.set_pool(pool_id, body.enabled, access.identity.sub, body.lint)
 
     @router.post("/reviews/pills", response_model=ReviewPillsReply, responses=_COMMON)
     async def pills(
@@ -166,5 +170,29 @@ def review_router(review_service: ServiceRef[ReviewService]) -> APIRouter:
     ) -> ReviewFixResult:
         """Fix (or Undo, `undo: true`) one finding on the draft sent; answers the new draft."""
         return await service.fix(question_id, body)
+
+    @router.post(
+        "/pools/{pool_id}/review/lint",
+        response_model=LintReply,
+        max_body_size=MAX_FIX_BODY_BYTES,
+        responses={
+            **_COMMON,
+            400: {"description": "invalid_request, lint_unsupported: a type other than mcq"},
+            422: {
+                "description": "draft_invalid: the config is not a valid mcq (its problems); "
+                "limit_exceeded: larger than any mcq can be"
+            },
+        },
+    )
+    async def lint(
+        pool_id: str,
+        body: LintRequest,
+        *,
+        _: Access = Depends(require_grant("pool:{pool_id}", "viewer")),
+        service: ReviewServiceDep,
+    ) -> LintReply:
+        """The item-writing-flaw lint of a draft or published mcq (the body of
+        `review.v1.lint`): notices with their code, criterion and path; no model."""
+        return service.lint(body)
 
     return router

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 
 from fastapi import FastAPI
@@ -9,8 +10,9 @@ from nats.js.errors import NotFoundError
 
 from quiz_contracts import subjects
 from quiz_contracts.review import ReviewCompleted
-from quiz_review import api, consumers
+from quiz_review import api, consumers, handlers
 from quiz_review.config import Settings
+from quiz_review.domain.iwf.text import warm as warm_lint
 from quiz_review.metrics import ReviewMetrics
 from quiz_review.models import MIGRATIONS
 from quiz_review.repository import ReviewRepository
@@ -43,6 +45,7 @@ def create_app(settings: Settings | None = None, *, clock: Clock = utc_now) -> F
     )
     metrics = ReviewMetrics(runtime.metrics)
     service = ServiceRef[ReviewService]("review service")
+    runtime.add_endpoints(handlers.endpoints(service))
     runtime.add_stream(consumers.REQUESTS_STREAM)
     runtime.add_stream(consumers.EVENTS_STREAM)
     for spec in consumers.consumers(service, settings):
@@ -56,6 +59,10 @@ def create_app(settings: Settings | None = None, *, clock: Clock = utc_now) -> F
     )
 
     async def on_startup(rt: ServiceRuntime) -> None:
+        # The lint's lemmatiser reads a dictionary per language on first use (seconds, German's
+        # the largest): now, in a worker thread so the NATS connection's loop keeps beating,
+        # not on the first request.
+        await asyncio.to_thread(warm_lint)
         js = rt.js
         if settings.declare_questions_stream:
             try:

@@ -9,10 +9,12 @@
 - `question_events_total{kind}`: question-store events applied (published, duplicate,
   version_deleted, retired, deleted)
 - `requests_total{outcome}`: review requests answered (reviewed, existing, or an error code)
+- `lints_total{outcome}`: item-writing-flaw lints (NATS and HTTP) by outcome (clean, findings,
+  or the refusal's code: draft_invalid, lint_unsupported, limit_exceeded)
 
 At 0 from the start (issue 35): `reviews_total` for every trigger with clean, findings, failed
 and not_answered; `night_runs_total` for every outcome; `requests_total` reviewed, existing and
-internal.
+internal; `lints_total` clean and findings.
 """
 
 from __future__ import annotations
@@ -52,6 +54,8 @@ class ReviewMetrics(MetricSet):
         self.requests = self.counter(
             "requests_total", "Review requests answered, by outcome.", ["outcome"]
         )
+        self.lints = self.counter("lints_total", "Item-writing-flaw lints by outcome.", ["outcome"])
         zero(self.reviews, TRIGGERS, REVIEW_OUTCOMES)
         zero(self.night_runs, NIGHT_OUTCOMES)
         zero(self.requests, ["reviewed", "existing", "internal"])
+        zero(self.lints, ["clean", "findings"])

@@ -7,6 +7,8 @@
 - `question_reviews`: one row per reviewed version (clean, findings, ignored, failed); it goes
   with its version.
 - `review_pools`: one row per pool whose owner turned the night's review on (off by default).
+- `review_pool_lint`: one row per pool whose owner added the item-writing-flaw lint's notices
+  to its reviews (issue 30; off by default).
 
 Times are stored as fixed-width UTC text (`2026-07-01T12:05:00.000000Z`, see `repository.utc_text`):
 they sort as they compare, the same on SQLite and PostgreSQL. Configs and findings are JSON text.
@@ -24,6 +26,7 @@ __all__ = [
     "QuestionReviewRow",
     "ReviewGone",
     "ReviewPool",
+    "ReviewPoolLint",
     "ReviewVersion",
     "SQLModel",
 ]
@@ -54,6 +57,8 @@ class ReviewVersion(SQLModel, table=True):
     internal_name: str = Field(sa_column=Column(String(500), nullable=False))
     published_at: str = Field(sa_column=Column(String(TIME), nullable=False))
     live: bool = Field(sa_column=Column(Boolean, nullable=False))
+    # The question's language when the store sent it (issue 30, migration 0002).
+    language: str | None = Field(default=None, sa_column=Column(String(35), nullable=True))
 
 
 class ReviewGone(SQLModel, table=True):
@@ -90,3 +95,13 @@ class ReviewPool(SQLModel, table=True):
     pool_id: str = Field(sa_column=Column(String(ID), primary_key=True))
     enabled_by: str = Field(sa_column=Column(String(200), nullable=False))
     enabled_at: str = Field(sa_column=Column(String(TIME), nullable=False))
+
+
+class ReviewPoolLint(SQLModel, table=True):
+    """A pool whose owner turned the lint's notices on in its reviews (issue 30)."""
+
+    __tablename__ = "review_pool_lint"
+
+    pool_id: str = Field(sa_column=Column(String(ID), primary_key=True))
+    set_by: str = Field(sa_column=Column(String(200), nullable=False))
+    set_at: str = Field(sa_column=Column(String(TIME), nullable=False))

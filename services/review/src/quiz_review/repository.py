@@ -55,11 +55,12 @@ class VersionRecord:
     internal_name: str
     published_at: datetime
     live: bool
+    language: str | None = None
 
 
 _VERSION_COLUMNS = (
     "v.question_id, v.pool_id, v.version_id, v.version_number, v.type, v.config, "
-    "v.explanation, v.internal_name, v.published_at, v.live"
+    "v.explanation, v.internal_name, v.published_at, v.live, v.language"
 )
 _REVIEW_COLUMNS = "r.version_number, r.state, r.findings, r.reviewed_at"
 # The latest published version of v's question: the highest number the read model holds.
@@ -72,9 +73,9 @@ SQL: dict[str, str] = {
     "gone": "SELECT kind, at FROM review_gone WHERE key = :key",
     "insert_version": (
         "INSERT INTO review_versions (version_id, question_id, pool_id, version_number, type, "
-        "config, explanation, internal_name, published_at, live) VALUES (:version_id, "
+        "config, explanation, internal_name, published_at, live, language) VALUES (:version_id, "
         ":question_id, :pool_id, :version_number, :type, :config, :explanation, :internal_name, "
-        ":published_at, :live) ON CONFLICT (version_id) DO NOTHING"
+        ":published_at, :live, :language) ON CONFLICT (version_id) DO NOTHING"
     ),
     "gone_upsert": (
         "INSERT INTO review_gone (key, kind, at) VALUES (:key, :kind, :at) "
@@ -137,6 +138,12 @@ SQL: dict[str, str] = {
         f"WHERE v.live = :live AND {_IS_LATEST} AND (r.state IS NULL OR r.state = :failed)"
     ),
     "opted_in": "SELECT pool_id FROM review_pools",
+    "pool_lint": "SELECT 1 FROM review_pool_lint WHERE pool_id = :pool_id",
+    "pool_lint_on": (
+        "INSERT INTO review_pool_lint (pool_id, set_by, set_at) VALUES (:pool_id, :who, :at) "
+        "ON CONFLICT (pool_id) DO NOTHING"
+    ),
+    "pool_lint_off": "DELETE FROM review_pool_lint WHERE pool_id = :pool_id",
 }
 
 
@@ -166,6 +173,7 @@ def _version(row: Sequence[Any]) -> VersionRecord:
         internal_name=row[7],
         published_at=from_utc_text(row[8]),
         live=bool(row[9]),
+        language=row[10],
     )
 
 
@@ -209,6 +217,7 @@ class ReviewRepository:
                 "internal_name": event.internal_name,
                 "published_at": published,
                 "live": live,
+                "language": event.language,
             },
         ).rowcount
         return bool(inserted)
@@ -347,6 +356,23 @@ class ReviewRepository:
             )
         else:
             conn.exec_driver_sql(self._sql["pool_off"], {"pool_id": pool_id})
+
+    @read_only
+    def pool_lint(self, conn: Connection, pool_id: str) -> bool:
+        """The pool's reviews carry the lint's notices (issue 30)."""
+        found = conn.exec_driver_sql(self._sql["pool_lint"], {"pool_id": pool_id}).first()
+        return found is not None
+
+    @transaction
+    def set_pool_lint(
+        self, conn: Connection, pool_id: str, on: bool, who: str, at: datetime
+    ) -> None:
+        if on:
+            conn.exec_driver_sql(
+                self._sql["pool_lint_on"], {"pool_id": pool_id, "who": who, "at": utc_text(at)}
+            )
+        else:
+            conn.exec_driver_sql(self._sql["pool_lint_off"], {"pool_id": pool_id})
 
     @read_only
     def tab_rows(self, conn: Connection, pool_id: str) -> list[TabRow]:

@@ -16,6 +16,7 @@ from quiz_contracts.llm import CompleteRequest
 from quiz_contracts.review import QuestionReview, ReviewState
 from quiz_review.config import Settings
 from quiz_review.domain.findings import kept_findings, read_reply, review_state_for
+from quiz_review.domain.iwf.in_reviews import with_lint_notices
 from quiz_review.domain.night import night_stops_on
 from quiz_review.domain.prompt import review_request
 from quiz_review.metrics import ReviewMetrics
@@ -84,6 +85,11 @@ class Reviewer:
         try:
             reply = await self._llm.complete(call)
             findings = kept_findings(version.config, version.explanation, read_reply(reply.output))
+            if await self.repo.pool_lint(version.pool_id):
+                # Issue 30: the lint's notices beside the model's, never sent to it.
+                findings = with_lint_notices(
+                    findings, version.type, version.config, version.language
+                )
             review = QuestionReview(
                 version_number=version.version_number,
                 state=review_state_for(findings),

@@ -3,6 +3,7 @@
 - question-store events → the read model (idempotent: `repository`);
 - a review request (`review.v1.requests`) → at most one review per version → `review.v1.completed`;
 - Review now, Ignore, Fix/Undo, the pool's tab, its switch, the pills (the HTTP routes);
+- the item-writing-flaw lint (`review.v1.lint` and its HTTP route): `domain.iwf`, no model;
 - the night (`run_night`, hourly): `night.ReviewNight`, within its share of the cap.
 
 Each review, whatever its trigger, is `reviewer.Reviewer`'s: the call, the reply read, the row.
@@ -19,6 +20,8 @@ from collections.abc import Awaitable, Callable, Sequence
 from quiz_contracts.errors import ContractError, ErrorBody, ErrorCode
 from quiz_contracts.llm import CompleteRequest, UsageReply
 from quiz_contracts.review import (
+    LintReply,
+    LintRequest,
     QuestionDeleted,
     QuestionRetired,
     QuestionReview,
@@ -35,6 +38,7 @@ from quiz_contracts.review import (
 from quiz_review.config import Settings
 from quiz_review.domain.call_ids import now_call_id, request_call_id
 from quiz_review.domain.fixes import fix_review
+from quiz_review.domain.iwf.lint import lint_question
 from quiz_review.domain.states import (
     pill_for,
     request_needs_review,
@@ -249,11 +253,19 @@ class ReviewService:
 
     async def tab(self, pool_id: str) -> ReviewList:
         enabled = await self.repo.pool_enabled(pool_id)
-        return review_list(enabled, await self.repo.tab_rows(pool_id))
+        tab = review_list(enabled, await self.repo.tab_rows(pool_id))
+        tab.lint = await self.repo.pool_lint(pool_id)
+        return tab
 
-    async def set_pool(self, pool_id: str, enabled: bool, who: str) -> ReviewList:
+    async def set_pool(
+        self, pool_id: str, enabled: bool, who: str, lint: bool | None = None
+    ) -> ReviewList:
+        """The night's switch, and the lint's notices in reviews when `lint` is given."""
         await self.repo.set_pool(pool_id, enabled, who, self._clock())
         log.info("review of pool %s turned %s", pool_id, "on" if enabled else "off")
+        if lint is not None:
+            await self.repo.set_pool_lint(pool_id, lint, who, self._clock())
+            log.info("lint notices of pool %s turned %s", pool_id, "on" if lint else "off")
         return await self.tab(pool_id)
 
     async def pills(
@@ -267,6 +279,20 @@ class ReviewService:
             if pill is not None and may_see(question_id, pool_id):
                 out[question_id] = pill
         return out
+
+    # ---- the item-writing-flaw lint (issue 30) ------------------------------------------------
+
+    def lint(self, request: LintRequest) -> LintReply:
+        """The lint of one config (`domain.iwf.lint.lint_question`): pure and sub-millisecond,
+        so it runs on the loop. Errors: lint_unsupported (400), limit_exceeded and
+        draft_invalid (422, `details.problems`)."""
+        try:
+            reply = lint_question(request.type, request.language, request.config)
+        except ContractError as e:
+            self._metrics.lints.labels(e.code.value).inc()
+            raise
+        self._metrics.lints.labels("findings" if reply.findings else "clean").inc()
+        return reply
 
     # ---- the night (night.py) ---------------------------------------------------------------
 

@@ -11,6 +11,7 @@ scored (`scoring.score`).
     make run                                   # with ANTHROPIC_API_KEY set
     quiz-eval review                           # or: python -m quiz_review.eval.cli
     quiz-eval review --question fr-mcq-wrong-key --json
+    quiz-eval review --iwf                     # the item-writing-flaw lint: no model, no bus
 
 The calls are made for `--user` (the gateway's per-person limit of purpose review applies; the
 command waits out `rate_limited`). Exit status: 0; 1 under `--min-recall` / `--max-false-rate`;
@@ -29,6 +30,7 @@ from typing import Any
 from quiz_contracts.errors import ContractError, ErrorCode
 from quiz_contracts.llm import Purpose
 from quiz_review.domain.prompt import review_request
+from quiz_review.eval import iwf
 from quiz_review.eval.scoring import (
     EvalQuestion,
     EvalScore,
@@ -155,8 +157,41 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+def iwf_main(argv: Sequence[str]) -> int:
+    """`quiz-eval review --iwf`: the lint over `iwf.json`, per criterion recall and precision and
+    the false-finding rate on clean items. Exit 1 under the issue's targets (recall ≥ 0.85 and
+    precision ≥ 0.90 for every criterion, false findings ≤ 5 %) with `--check`."""
+    p = argparse.ArgumentParser(
+        prog="quiz-eval review --iwf",
+        description="The item-writing-flaw lint (issue 30) scored on its labelled set.",
+    )
+    p.add_argument("--iwf", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--json", action="store_true", help="the figures as JSON")
+    p.add_argument("--language", action="append", help="only items in this language")
+    p.add_argument("--differences", action="store_true", help="list items found otherwise")
+    p.add_argument("--check", action="store_true", help="exit 1 when a target is missed")
+    args = p.parse_args(argv)
+    items = iwf.load_items()
+    if args.language:
+        items = [i for i in items if i.language in args.language]
+    outcomes = iwf.lint_items(items)
+    result = iwf.score(outcomes)
+    if args.json:
+        print(json.dumps(iwf.as_json(result, outcomes), ensure_ascii=False, indent=1))
+    else:
+        print(iwf.render(result))
+        if args.differences:
+            print("\n".join(iwf.misses(outcomes)))
+    if args.check and not iwf.meets_targets(result):
+        return 1
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the evaluation; the dispatcher passes the arguments after `review`."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if "--iwf" in argv:
+        return iwf_main(argv)
     args = parser().parse_args(argv)
     questions = load_questions()
     if args.question:
