@@ -43,6 +43,7 @@ export type ErrorCode =
   | "no_fix"
   | "no_review"
   | "not_published"
+  | "lint_unsupported"
   | "limit_exceeded"
   | "unsupported_language"
   | "poll_type"
@@ -188,6 +189,9 @@ export interface WireShapes {
   JournalLedgerRow: JournalLedgerRow;
   JournalReply: JournalReply;
   Lesson: Lesson;
+  LintFinding: LintFinding;
+  LintReply: LintReply;
+  LintRequest: LintRequest;
   ListItem: ListItem;
   LlmMatcher: LlmMatcher;
   LlmMessage: LlmMessage;
@@ -228,6 +232,7 @@ export interface WireShapes {
   PollTallyFrame: PollTallyFrame;
   PortEnd: PortEnd;
   Problem: Problem;
+  ProposalLint: ProposalLint;
   PulseSource: PulseSource;
   Purpose: Purpose;
   PurposeHeld: PurposeHeld;
@@ -1819,6 +1824,10 @@ export interface GenerateRequest {
    * Index of ONE empty element to fill (mcq: a choice row).
    */
   item?: number | null;
+  /**
+   * The question's language (fr, en, de, it…), for the lint of the proposal (issue 30); absent: only the language-free criteria run.
+   */
+  language?: string | null;
 }
 /**
  * The merged draft, set by the editor as a teacher's edit with one Undo.
@@ -1842,6 +1851,10 @@ export interface GenerateResult {
    * draft_hash() of the request's config and explanation.
    */
   draft_hash: string;
+  /**
+   * mcq: the item-writing-flaw lint of the proposed draft (issue 30); other types: none.
+   */
+  lint: ProposalLint | null;
 }
 /**
  * What is left to do after the merge: settle could not run or finish.
@@ -1853,6 +1866,53 @@ export interface Incomplete {
    * draft_invalid, runner_unavailable, compile_failed or partial.
    */
   code: ErrorCode;
+  message: string;
+}
+/**
+ * The item-writing-flaw lint of the proposed draft (`review.v1.lint`, issue 30), shown to
+ * the teacher before saving. The proposal never waits on it: when the review service does not
+ * answer, `available` is false with the `reason` (`unavailable`, `timeout`) and no findings;
+ * a proposal the lint refuses (`draft_invalid`: an unfinished draft) has its `reason` too.
+ *
+ * Read by a client (reply, received event): pydantic's serialization schema, every field present.
+ */
+export interface ProposalLint {
+  /**
+   * The review service answered.
+   */
+  available: boolean;
+  findings: LintFinding[];
+  /**
+   * The criteria run.
+   */
+  checked: number[];
+  /**
+   * Why there are no findings to show, when there is a reason.
+   */
+  reason: ErrorBody | null;
+}
+/**
+ * One item-writing flaw: the rubric's criterion, our code, where, and why (a notice).
+ *
+ * Read by a client (reply, received event): pydantic's serialization schema, every field present.
+ */
+export interface LintFinding {
+  /**
+   * `iwf.<flaw>`, e.g. `iwf.none_of_the_above`.
+   */
+  code: string;
+  /**
+   * The number of the 19-criterion item-writing-flaw rubric.
+   */
+  criterion: number;
+  /**
+   * `prompt` or `choices.<i>` (index from 0).
+   */
+  path: string;
+  severity: "notice";
+  /**
+   * In the question's language.
+   */
   message: string;
 }
 /**
@@ -1963,6 +2023,46 @@ export interface JournalReply {
    * Unix seconds until which the reply is kept.
    */
   until: number;
+}
+/**
+ * The lint's findings (criterion order, then path) and the criteria it ran.
+ *
+ * Read by a client (reply, received event): pydantic's serialization schema, every field present.
+ */
+export interface LintReply {
+  /**
+   * @maxItems 200
+   */
+  findings: LintFinding[];
+  /**
+   * The criteria run: all eleven for fr/en/de/it, 4, 10, 16 for another language.
+   */
+  checked: number[];
+}
+/**
+ * `review.v1.lint` (and `POST /app/api/pools/{id}/review/lint`): lint a question's config.
+ *
+ * `config` is the platform's mcq config (`quiz_contracts.questions.mcq.McqConfig`), a draft
+ * or a published one. Errors: `draft_invalid` (422) with its `problems` when the config does
+ * not validate; `lint_unsupported` (400) for a type other than mcq.
+ *
+ * Written by a client (request, published event): pydantic's validation schema, a field with a default is optional.
+ */
+export interface LintRequest {
+  /**
+   * The question type; mcq only.
+   */
+  type: string;
+  /**
+   * The question's language (BCP 47, primary subtag read): fr, en, de, it run every criterion; another runs the language-free ones (4, 10, 16).
+   */
+  language: string;
+  /**
+   * The platform's config of that type.
+   */
+  config: {
+    [k: string]: unknown | undefined;
+  };
 }
 /**
  * Phase 2: stored so an import round-trips, refused at publication, never matches.
@@ -2564,6 +2664,10 @@ export interface ReviewFinding {
    * The fix is in the draft (Fix pressed, not undone).
    */
   applied: boolean;
+  /**
+   * A finding of the item-writing-flaw lint (issue 30) carries its code (`iwf.…`); the model's findings have none (the key is absent).
+   */
+  code: string | null;
 }
 /**
  * `questions.v1.version.deleted`: a version is gone; its review row goes with it.
@@ -2617,6 +2721,10 @@ export interface QuestionVersionPublished {
    * The question's name in the pool's tab; never sent to a model.
    */
   internalName?: string;
+  /**
+   * The question's language (issue 30: the lint's word lists); absent: the lint runs its language-free criteria only.
+   */
+  language?: string | null;
 }
 /**
  * The answer fully matches `pattern` (flags among i, m, s, u).
@@ -2717,6 +2825,10 @@ export interface ReviewList {
    */
   enabled: boolean;
   /**
+   * The pool's reviews carry the item-writing-flaw lint's notices (issue 30); absent: off.
+   */
+  lint: boolean;
+  /**
    * Reviewable latest versions with a non-failed row.
    */
   reviewed: number;
@@ -2792,12 +2904,17 @@ export interface ReviewRequest {
   requestId?: string | null;
 }
 /**
- * `PUT /app/api/pools/{id}/review`: the owner turns the night's review on or off.
+ * `PUT /app/api/pools/{id}/review`: the owner turns the night's review on or off, and the
+ * lint's findings in the pool's reviews (`lint`, issue 30; absent: left as it is).
  *
  * Written by a client (request, published event): pydantic's validation schema, a field with a default is optional.
  */
 export interface ReviewToggle {
   enabled: boolean;
+  /**
+   * Add the item-writing-flaw lint's findings to the pool's reviews as notices (off by default); absent leaves the setting as it is.
+   */
+  lint?: boolean | null;
 }
 /**
  * An essay question. `reference` and `rubric` are the grader's (invariant 4).
@@ -3083,6 +3200,7 @@ export declare const subjects: {
   readonly QUESTION_VERSION_PUBLISHED: "questions.v1.version.published";
   readonly REVIEW_COMPLETED: "review.v1.completed";
   readonly REVIEW_EVENTS_STREAM: "REVIEW_EVENTS";
+  readonly REVIEW_LINT: "review.v1.lint";
   readonly REVIEW_PREFIX: "review.v1";
   readonly REVIEW_REQUESTS: "review.v1.requests";
   readonly REVIEW_REQUESTS_STREAM: "REVIEW_REQUESTS";

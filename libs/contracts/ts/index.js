@@ -25,6 +25,7 @@ export const subjects = Object.freeze({
   QUESTION_VERSION_PUBLISHED: "questions.v1.version.published",
   REVIEW_COMPLETED: "review.v1.completed",
   REVIEW_EVENTS_STREAM: "REVIEW_EVENTS",
+  REVIEW_LINT: "review.v1.lint",
   REVIEW_PREFIX: "review.v1",
   REVIEW_REQUESTS: "review.v1.requests",
   REVIEW_REQUESTS_STREAM: "REVIEW_REQUESTS",
