@@ -412,7 +412,10 @@ def main() -> int:
             "   review (owner): make token SUB=owner-1 GRANTS='pool:7=owner'",
         ]
         if not env.get("ANTHROPIC_API_KEY"):
-            notes.append("Without ANTHROPIC_API_KEY the gateway answers llm_not_configured.")
+            notes.append(
+                "Without ANTHROPIC_API_KEY the gateway answers llm_not_configured.\n"
+                "      Set it for a model, or `make run DEMO=1` for canned replies without a key."
+            )
         else:
             where = env.get("ANTHROPIC_BASE_URL") or "Anthropic's API"
             notes.append(f"The gateway calls models at {where} (ANTHROPIC_API_KEY is set).")
