@@ -262,10 +262,32 @@ async def test_outputs_at_the_maxima_come_back_whole(runner_url: str, nc: NATS, 
     assert all(c.completed and not c.reply_cut for c in reply.cases)
 
 
+async def test_a_request_naming_no_limits_runs_at_every_allowed_case_count(
+    runner_url: str, nc: NATS
+) -> None:
+    """Issue 34 item 7: 10 and 100 cases with no limits named (a raw JSON request, as another
+    caller writes it) run, each at the most output that fits, and the reply says what was
+    applied. Before, both were refused limit_exceeded (64 KiB × 2 × cases over 1 MiB)."""
+    for cases in (10, MAX_CASES):
+        body = {
+            "language": "python",
+            "files": [{"path": "main.py", "content": "print(input())\n"}],
+            "cases": [{"name": f"c{i}", "stdin": f"{i}\n"} for i in range(cases)],
+        }
+        msg = await nc.request(subjects.RUNNER_RUN, json.dumps(body).encode(), timeout=120)
+        assert not msg.headers or "Nats-Service-Error-Code" not in msg.headers, msg.data[:500]
+        reply = RunReply.model_validate_json(msg.data)
+        assert [c.stdout for c in reply.cases] == [f"{i}\n" for i in range(cases)]
+        assert reply.limits is not None
+        assert reply.limits.output_bytes == max_output_bytes(cases)  # 52,428 at 10, 5,242 at 100
+        assert reply.limits.cpu_s == RunLimits().cpu_s  # the rest: the contract's defaults
+
+
 async def test_output_past_one_reply_is_refused_before_running(runner_url: str, nc: NATS) -> None:
-    """100 cases at the default 64 KiB of output could print 13 MB: refused up front, naming
-    the most output_bytes 100 cases may ask, instead of coming back cut."""
+    """100 cases asking 64 KiB of output could print 13 MB: refused up front, naming the most
+    output_bytes 100 cases may ask, instead of coming back cut."""
     req = py_request("print(1)\n", *(RunCase(name=f"c{i}") for i in range(MAX_CASES)))
+    req = req.model_copy(update={"limits": RunLimits(wall_s=5, output_bytes=64 * 1024)})
     with pytest.raises(ContractError) as err:
         await request(nc, subjects.RUNNER_RUN, req, RunReply, timeout=60)
     assert err.value.code is ErrorCode.limit_exceeded
