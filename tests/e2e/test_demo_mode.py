@@ -318,18 +318,32 @@ def test_poll_ai_batch_approves_hides_and_corrects(demo: Demo) -> None:
     ideas = ["se reproduire", "la respiraton", "Paul est un idiot"]
     answer = httpx.post(f"{base}/answer", headers=phone, json={"ideas": ideas}, timeout=10)
     assert answer.status_code == 200, answer.text
+    # A second phone types the issue's spelling variants (issue 34 item 2).
+    guest2 = {"role": "viewer", "attempt": f"{evaluation}-guest-2", "guest": True}
+    phone2 = demo.token("guest-2", {f"evaluation:{evaluation}": guest2})
+    others = ["Respiration", "respirer", "les cellules", "cellule"]
+    answer = httpx.post(f"{base}/answer", headers=phone2, json={"ideas": others}, timeout=10)
+    assert answer.status_code == 200, answer.text
     deadline = time.monotonic() + 60
     while True:
         board = httpx.get(f"{base}/ideas", headers=staff, timeout=10).json()
         variants = {v["text"]: v for c in board["clusters"] for v in c["variants"]}
-        if all(v["ai"] for v in variants.values()) or time.monotonic() > deadline:
+        done = len(variants) == len(ideas) + len(others)
+        if (done and all(v["ai"] for v in variants.values())) or time.monotonic() > deadline:
             break
         time.sleep(0.5)
     assert variants["Paul est un idiot"]["status"] == "hidden", board
     assert variants["la respiraton"]["status"] == "approved", board
-    assert variants["la respiraton"]["correction"] == "La respiration", board
+    assert variants["la respiraton"]["correction"] == "la respiration", board
     assert variants["se reproduire"]["status"] == "approved", board
-    assert board["ai"]["calls"] == 1, board
+    # Corrected only where a word was misspelt: no "→ Capitalised" on the other rows.
+    for text in ["se reproduire", *others]:
+        assert variants[text]["correction"] in (None, text), variants[text]
+    # One bubble for each idea however it was spelt.
+    clusters = [sorted(v["text"] for v in c["variants"]) for c in board["clusters"]]
+    assert sorted(["la respiraton", "Respiration", "respirer"]) in clusters, clusters
+    assert sorted(["les cellules", "cellule"]) in clusters, clusters
+    assert 1 <= board["ai"]["calls"] <= 2, board
 
 
 def test_ctrl_c_stops_the_demo_stub_with_the_rest(demo: Demo) -> None:

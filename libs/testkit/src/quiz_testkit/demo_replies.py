@@ -15,8 +15,9 @@ block ids, the poll's idea ids — by a few rules keyed on what the documented e
 - `lesson_fix` (docs/lesson-fix.md): E_GROUNDING_SINGLE gets the question's answer taken from
   the passage, on the question's own block id (the bees make wax, not honey).
 - `judge_ideas` (the poll's AI batches, docs/poll.md): an idea naming a masked person or
-  insulting is hidden, known misspellings are corrected, every correction is capitalised, and an
-  idea that says the same as an earlier one is attached to it.
+  insulting is hidden, known misspellings are corrected (nothing else: no capital added), and
+  an idea that says the same as an earlier one is attached to it: the same words once case,
+  accents, articles, plurals, small typos and verb/noun endings are set aside (`ideas_alike`).
 
 Anything else gets `realistic_instance` of the tool's schema, as the stub's CLI always gave.
 Every reply carries the label `DEMO_LABEL` where a person reads it (the wand's explanation, a
@@ -29,6 +30,7 @@ from __future__ import annotations
 import ast
 import json
 import operator
+import os
 import re
 import sys
 import unicodedata
@@ -428,12 +430,99 @@ _SPELLING: dict[str, str] = {
 }
 # Whole words only: "nul" hides "c'est nul", never "annuler".
 _INSULTS = re.compile(r"\b(idiot|idiote|stupide?|nulle?|débile|dumb|moron|con)\b", re.I)
+# Words that do not change what an idea says: articles, reflexive pronouns, "to" of a verb.
+_FILLER = frozenset("le la les l un une des du de d se s the a an to of".split())
+# Endings of plurals, verbs and their nouns (fr, en), longest first: what is left is the stem.
+_ENDINGS = (
+    "ations",
+    "ation",
+    "itions",
+    "ition",
+    "tions",
+    "tion",
+    "ements",
+    "ement",
+    "ments",
+    "ment",
+    "ings",
+    "ing",
+    "ers",
+    "er",
+    "ir",
+    "re",
+    "es",
+    "ed",
+    "s",
+    "x",
+    "e",
+)
 
 
 def _corrected(text: str) -> str:
-    words = [_SPELLING.get(w.lower(), w) for w in text.split()]
-    fixed = " ".join(words)
-    return fixed[:1].upper() + fixed[1:]
+    """`text` with its known misspellings fixed, nothing else: the case of each word as typed
+    (no capital added: the board shows a correction only where one was needed, issue 34)."""
+
+    def fix(match: re.Match[str]) -> str:
+        word = match.group(0)
+        right = _SPELLING.get(word.lower())
+        if right is None:
+            return word
+        return right[:1].upper() + right[1:] if word[:1].isupper() else right
+
+    return re.sub(r"\w+", fix, text)
+
+
+def _stem(word: str) -> str:
+    """A folded word without its plural, verb or noun ending ("respirer", "respiration" →
+    "respir"; "cellules", "cellule" → "cellul"), at least 4 letters kept."""
+    for ending in _ENDINGS:
+        if word.endswith(ending) and len(word) - len(ending) >= 4:
+            return word[: -len(ending)]
+    return word
+
+
+def idea_words(text: str) -> list[str]:
+    """What an idea says, word by word: folded (case, accents), fillers dropped."""
+    words = re.findall(r"[a-z0-9]+", _fold(text))
+    return [w for w in words if w not in _FILLER] or words
+
+
+def _within_edits(a: str, b: str, most: int) -> bool:
+    """Edit distance of `a` and `b` at most `most` (a small typo): insertions, deletions,
+    substitutions and swaps of two neighbours ("celulle" / "cellule") count one each."""
+    if abs(len(a) - len(b)) > most:
+        return False
+    rows = [list(range(len(b) + 1))]
+    for i, ca in enumerate(a, 1):
+        row = [i]
+        for j, cb in enumerate(b, 1):
+            cost = min(rows[-1][j] + 1, row[j - 1] + 1, rows[-1][j - 1] + (ca != cb))
+            if i > 1 and j > 1 and ca == b[j - 2] and a[i - 2] == cb:
+                cost = min(cost, rows[-2][j - 2] + 1)
+            row.append(cost)
+        rows.append(row)
+    return rows[-1][-1] <= most
+
+
+def _words_alike(a: str, b: str) -> bool:
+    """One word and its variant: a small typo, the same stem, or a verb and its noun (stems
+    sharing 5 letters or more, three quarters of the shorter: "reproduire" / "reproduction")."""
+    if a == b or _within_edits(a, b, 1 if min(len(a), len(b)) < 8 else 2):
+        return min(len(a), len(b)) >= 4 or a == b
+    sa, sb = _stem(a), _stem(b)
+    if sa == sb:
+        return True
+    common = len(os.path.commonprefix([sa, sb]))
+    return common >= 5 and common >= 0.75 * min(len(sa), len(sb))
+
+
+def ideas_alike(a: str, b: str) -> bool:
+    """Two ideas that say the same thing, as the demo judges it: word for word alike after
+    folding case and accents and dropping articles ("la respiraton", "Respiration",
+    "respirer"; "les cellules", "cellule"). A rule for the documented examples and their
+    spelling variants, not a model: "grandir" and "croissance" stay apart."""
+    wa, wb = idea_words(a), idea_words(b)
+    return len(wa) == len(wb) > 0 and all(_words_alike(x, y) for x, y in zip(wa, wb, strict=True))
 
 
 def _poll(body: Mapping[str, Any], fallback: dict[str, Any]) -> tuple[Any, str]:
@@ -447,19 +536,23 @@ def _poll(body: Mapping[str, Any], fallback: dict[str, Any]) -> tuple[Any, str]:
         return fallback, "poll: realistic"
     if not isinstance(ideas, list):
         return fallback, "poll: realistic"
-    by_meaning = {_fold(_corrected(str(i.get("text", "")))): i.get("id") for i in seen}
+    # Ideas an idea may be attached to, oldest first: the wall's, then this batch's shown ones.
+    earlier: list[tuple[Any, str]] = [
+        (i.get("id"), _corrected(str(i.get("text", "")))) for i in seen if isinstance(i, Mapping)
+    ]
     verdicts = []
-    hidden = corrected = 0
+    hidden = corrected = grouped = 0
     for idea in ideas:
         typed = str(idea.get("text", ""))
         offensive = "[student]" in typed or _INSULTS.search(typed) is not None
         correction = _corrected(typed)
-        key = _fold(correction)
-        same_as = None if offensive else by_meaning.get(key)
-        if not offensive and same_as is None:
-            by_meaning[key] = idea.get("id")
+        same_as = None
+        if not offensive:
+            same_as = next((i for i, t in earlier if ideas_alike(t, correction)), None)
+            earlier.append((idea.get("id"), correction))
         hidden += offensive
-        corrected += _fold(correction) != _fold(typed)
+        corrected += correction != typed
+        grouped += same_as is not None
         verdicts.append(
             {
                 "id": idea.get("id"),
@@ -470,7 +563,7 @@ def _poll(body: Mapping[str, Any], fallback: dict[str, Any]) -> tuple[Any, str]:
         )
     return (
         {"ideas": verdicts},
-        f"poll: {len(verdicts)} idea(s), {hidden} hidden, {corrected} spelling(s) corrected",
+        f"poll: {len(verdicts)} idea(s), {hidden} hidden, {corrected} corrected, {grouped} grouped",
     )
 
 
