@@ -30,7 +30,6 @@ from __future__ import annotations
 import ast
 import json
 import operator
-import os
 import re
 import sys
 import unicodedata
@@ -512,7 +511,7 @@ def _words_alike(a: str, b: str) -> bool:
     sa, sb = _stem(a), _stem(b)
     if sa == sb:
         return True
-    common = len(os.path.commonprefix([sa, sb]))
+    common = next((i for i, (x, y) in enumerate(zip(sa, sb)) if x != y), min(len(sa), len(sb)))
     return common >= 5 and common >= 0.75 * min(len(sa), len(sb))
 
 
