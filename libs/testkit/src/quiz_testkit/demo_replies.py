@@ -511,7 +511,9 @@ def _words_alike(a: str, b: str) -> bool:
     sa, sb = _stem(a), _stem(b)
     if sa == sb:
         return True
-    common = next((i for i, (x, y) in enumerate(zip(sa, sb)) if x != y), min(len(sa), len(sb)))
+    common = next(
+        (i for i, (x, y) in enumerate(zip(sa, sb, strict=False)) if x != y), min(len(sa), len(sb))
+    )
     return common >= 5 and common >= 0.75 * min(len(sa), len(sb))
 
 
