@@ -346,6 +346,20 @@ def test_poll_ai_batch_approves_hides_and_corrects(demo: Demo) -> None:
     assert 1 <= board["ai"]["calls"] <= 2, board
 
 
+def test_the_demo_keeps_its_own_message_store(demo: Demo) -> None:
+    """Issue 34 item 1: the demo's JetStream store is under .data/demo with its databases, so
+    a plain run (store .data/nats) never reads a demo message, nor the demo a plain run's."""
+    nats = [p for p in demo.system.descendants() if p.name() == "nats-server"]
+    assert len(nats) == 1
+    argv = nats[0].cmdline()
+    assert argv[argv.index("-sd") + 1] == str(demo.data / "demo" / "nats"), argv
+    assert (demo.data / "demo" / "nats" / "jetstream").is_dir()
+    assert not (demo.data / "nats").exists()
+    # Every service's databases there too, and nothing of a run beside them.
+    assert sorted(p.name for p in (demo.data / "demo").glob("*.db"))
+    assert not list(demo.data.glob("*.db"))
+
+
 def test_ctrl_c_stops_the_demo_stub_with_the_rest(demo: Demo) -> None:
     """Last of the module: the stub is one of make run's children, stopped like the others."""
     children = demo.system.descendants()
