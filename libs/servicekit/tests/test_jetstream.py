@@ -400,9 +400,9 @@ async def test_dead_letters_can_be_read_and_replayed(
     assert await letters(nc, names) == []
     assert seen.deliveries[-1].msg_id == f"replay-me.replay.{letter.seq}"
     # None left: `list` says so in a line (issue 34; it printed nothing), stdout stays empty.
+    cli = [sys.executable, "-m", "quiz_servicekit.dead_letters", "--nats-url", nats_url]
     empty = subprocess.run(
-        [sys.executable, "-m", "quiz_servicekit.dead_letters", "--nats-url", nats_url, "list"]
-        + ["--stream", names.stream],
+        [*cli, "list", "--stream", names.stream],
         capture_output=True,
         text=True,
         timeout=60,
