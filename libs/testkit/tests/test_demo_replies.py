@@ -193,13 +193,29 @@ def test_review_swaps_the_ticks_of_a_wrong_capital_and_nothing_else() -> None:
         "prompt": "What is the capital of Australia?",
         "choices": [{"text": "Sydney", "correct": True}, {"text": "Canberra", "correct": False}],
     }
-    findings = review(wrong)["findings"]
-    assert [(f["path"], f["fix"]) for f in findings] == [
-        ("choices.0.correct", {"from": "true", "to": "false"}),
-        ("choices.1.correct", {"from": "false", "to": "true"}),
-    ]
+    # One flaw, one finding naming both ticks; no Fix: in single mode one tick alone left an
+    # mcq with no right choice (issue 34).
+    (finding,) = review(wrong)["findings"]
+    assert (finding["path"], finding["fix"]) == ("choices.0.correct", None)
+    assert "untick « Sydney » and tick « Canberra »" in finding["message"]
     right = {**wrong, "choices": [{"text": "Canberra", "correct": True}]}
     assert review(right) == {"findings": []}
+    # Where one replacement does leave a consistent mcq, the finding has its Fix.
+    missing = {
+        "prompt": "What is the capital of Australia?",
+        "mode": "multiple",
+        "choices": [{"text": "Sydney", "correct": False}, {"text": "Canberra", "correct": False}],
+    }
+    (finding,) = review(missing)["findings"]
+    assert finding["path"] == "choices.1.correct"
+    assert finding["fix"] == {"from": "false", "to": "true"}
+    extra = {
+        **missing,
+        "choices": [{"text": "Sydney", "correct": True}, {"text": "Canberra", "correct": True}],
+    }
+    (finding,) = review(extra)["findings"]
+    assert finding["path"] == "choices.0.correct"
+    assert finding["fix"] == {"from": "true", "to": "false"}
 
 
 def test_a_tool_no_rule_knows_gets_the_fallback() -> None:

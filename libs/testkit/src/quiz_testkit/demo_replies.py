@@ -11,7 +11,9 @@ block ids, the poll's idea ids — by a few rules keyed on what the documented e
   with a centre of another colour, else a frame), so the runner settles a complete target; short,
   rich, categorize and code get answers for the README's statements.
 - `report_findings` (review, docs/review.md): an mcq whose key names a wrong capital (Sydney for
-  Australia) gets the two ticks to swap as findings, each with a Fix that applies.
+  Australia) gets one finding on the wrong tick, naming both ticks to swap; it carries a Fix
+  only where that one replacement leaves a consistent mcq (a missing tick in multiple mode, a
+  wrong one beside the right one): moving a single-mode key takes two ticks.
 - `lesson_fix` (docs/lesson-fix.md): E_GROUNDING_SINGLE gets the question's answer taken from
   the passage, on the question's own block id (the bees make wax, not honey).
 - `judge_ideas` (the poll's AI batches, docs/poll.md): an idea naming a masked person or
@@ -312,35 +314,53 @@ def _review(body: Mapping[str, Any], fallback: dict[str, Any]) -> tuple[Any, str
     if fact is None or len(choices) != len(config["choices"]):
         return {"findings": []}, "review: no known fact, no finding"
     right = fact[0].lower()
+    french = "capitale" in str(config.get("prompt", "")).lower()
+    ticked = [i for i, c in enumerate(choices) if c.get("correct")]
+    keys = [i for i, c in enumerate(choices) if str(c.get("text", "")).strip().lower() == right]
     findings = []
-    for i, choice in enumerate(choices):
-        is_right = str(choice.get("text", "")).strip().lower() == right
-        if bool(choice.get("correct")) != is_right:
-            current = "true" if choice.get("correct") else "false"
-            other = "false" if choice.get("correct") else "true"
-            french = "capitale" in str(config.get("prompt", "")).lower()
+    if ticked != keys:
+        # ONE flaw, one finding (the eval's label: quiz-eval review scored two at precision
+        # 0.50). It carries a Fix only when that one replacement leaves a consistent mcq: a
+        # Fix is one field (ADR-060 §4), and a key that must MOVE in single mode takes two
+        # ticks, so one alone left no right choice (issue 34); then the message says both.
+        wrong = next((i for i in ticked if i not in keys), None)
+        missing = next((i for i in keys if i not in ticked), None)
+        at = wrong if wrong is not None else missing
+        if at is None:  # not reached: ticked != keys means one of them holds an index
+            return {"findings": []}, "review: no finding"
+        choice = choices[at]
+        name = choice.get("text")
+        multiple = config.get("mode") == "multiple"
+        after = [i for i in ticked if i != at] if wrong is not None else [*ticked, at]
+        consistent = bool(after) and (multiple or len(after) == 1)
+        # The tick to add beside the one to take off, when the key must move.
+        also = choices[missing].get("text") if wrong is not None and missing is not None else None
+        if french:
             said = (
-                (
-                    f"« {choice.get('text')} » est marquée juste, mais la réponse est {fact[0]}."
-                    if french
-                    else f"« {choice.get('text')} » is marked right, but the answer is {fact[0]}."
-                )
-                if choice.get("correct")
-                else (
-                    f"« {choice.get('text')} » est la bonne réponse, mais elle est marquée fausse."
-                    if french
-                    else f"« {choice.get('text')} » is the right answer but is marked wrong."
-                )
+                f"« {name} » est marquée juste, mais la réponse est {fact[0]}"
+                if wrong is not None
+                else f"« {name} » est la bonne réponse, mais elle est marquée fausse"
             )
-            findings.append(
-                {
-                    "severity": "error",
-                    "path": f"choices.{i}.correct",
-                    "message": _labelled(said),
-                    "fix": {"from": current, "to": other},
-                }
+            said += f" : décochez « {name} » et cochez « {also} »." if also else "."
+        else:
+            said = (
+                f"« {name} » is marked right, but the answer is {fact[0]}"
+                if wrong is not None
+                else f"« {name} » is the right answer but is marked wrong"
             )
-    return {"findings": findings}, f"review: {len(findings)} finding(s) on the key"
+            said += f": untick « {name} » and tick « {also} »." if also else "."
+        current = "true" if choice.get("correct") else "false"
+        other = "false" if choice.get("correct") else "true"
+        findings.append(
+            {
+                "severity": "error",
+                "path": f"choices.{at}.correct",
+                "message": _labelled(said),
+                "fix": {"from": current, "to": other} if consistent else None,
+            }
+        )
+    fixed = "with" if findings and findings[0]["fix"] else "without"
+    return {"findings": findings}, f"review: {len(findings)} on the key, {fixed} a fix"
 
 
 # ---- lesson-fix ---------------------------------------------------------------------------
