@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from quiz_contracts.errors import NO_MODEL_HINT, ContractError, ErrorCode
+from quiz_contracts.errors import ContractError, ErrorCode
 from quiz_contracts.poll import (
     PollAiState,
     PollBubble,
@@ -179,12 +179,7 @@ def apply_switches(
             ErrorCode.poll_frozen, "This poll closed over 30 days ago: its moderation is read-only."
         )
     if body.ai and not settings.ai and not ai_available:
-        # The switch knows only "available or not": the message names both ways out.
-        raise ContractError(
-            ErrorCode.llm_unavailable,
-            "No model can be called right now (no provider key, or today's budget is spent): "
-            f"{NO_MODEL_HINT}.",
-        )
+        raise ContractError(ErrorCode.llm_unavailable, "No model can be called right now.")
     updated = settings.model_copy(
         update={
             "votes": settings.votes if body.votes is None else body.votes,
