@@ -29,6 +29,7 @@ import threading
 import time
 import urllib.request
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -89,7 +90,11 @@ def port_holder(port: int) -> str:
                     cmd = " ".join(psutil.Process(c.pid).cmdline())
                     return f"pid {c.pid} ({cmd[:60]})"
                 return f"pid {c.pid}"
-    return "a process not visible to us"
+    # Only root sees who holds another user's socket: say so, and how to find out.
+    return (
+        f"a program of another user (only root may see which: `sudo ss -ltnp 'sport = :{port}'` "
+        "names it)"
+    )
 
 
 def free_port() -> int:
@@ -123,11 +128,22 @@ def refuse_second_run(lock: runinfo.Lock) -> str:
     return "\n".join(lines)
 
 
-def wait_for_leftovers(pids: list[int]) -> list[int]:
+def plural(n: int, one: str, many: str) -> str:
+    """ "1 process", "2 processes"."""
+    return f"{n} {one if n == 1 else many}"
+
+
+def wait_for_leftovers(pids: list[int], say: Callable[[str], object] | None = None) -> list[int]:
     """Children of a killed `make run` still stopping (they get SIGTERM when it dies): wait
-    up to 20 s for them to release the ports and the JetStream store; those still alive."""
+    up to 20 s for them to release the ports and the JetStream store; those still alive.
+    `say` is told once what is waited for, when anything is (never a silent wait)."""
     deadline = time.monotonic() + 20
-    left = [p for p in pids if p != os.getpid()]
+    left = [p for p in pids if p != os.getpid() and runinfo.alive(p)]
+    if left and say is not None:
+        say(
+            f"Waiting (up to 20 s) for {plural(len(left), 'process', 'processes')} of the "
+            f"previous `make run` to stop: pids {' '.join(map(str, left))}…"
+        )
     while left and time.monotonic() < deadline:
         time.sleep(0.2)
         left = [p for p in left if runinfo.alive(p)]
@@ -273,7 +289,7 @@ def main() -> int:
         return 1
     # A previous run killed with -9 leaves its URL file (its pid dead: readers ignore it) and
     # children still stopping; they are waited for, the file replaced below.
-    if left := wait_for_leftovers(lock.previous_pids()):
+    if left := wait_for_leftovers(lock.previous_pids(), say=print):
         print(f"processes of the previous `make run` are still alive: {left}", file=sys.stderr)
         return 1
     lock.record([os.getpid()])
@@ -291,8 +307,27 @@ def main() -> int:
 
     signal.signal(signal.SIGINT, on_signal)
     signal.signal(signal.SIGTERM, on_signal)
+    # A closed terminal (SIGHUP) stops as Ctrl-C does: the services first, then NATS, the lock
+    # released. Its default (die at once) left the children to PDEATHSIG, all at once, and the
+    # next run waiting for them in silence (issue 34).
+    signal.signal(signal.SIGHUP, on_signal)
 
+    # DEMO=1 (`make run DEMO=1`): canned replies instead of a model; a key set wins.
+    asked = os.environ.get("DEMO", "") not in ("", "0")
+    demo = asked and not os.environ.get("ANTHROPIC_API_KEY")
+    # Everything a demo run keeps is its own, under .data/demo: its databases and its JetStream
+    # store (streams, durable consumers, KV). A plain run never reads a demo message (a canned
+    # review.v1.completed, a consumed durable, a dedupe window), nor the reverse (issue 34).
+    kept = DATA / "demo" if demo else DATA
     nats_url = os.environ.get("NATS_URL")
+    if demo and nats_url:
+        print(
+            "DEMO=1 refused with NATS_URL set: the demo keeps its own JetStream store, and on "
+            f"that bus its messages would mix with a real run's. Unset NATS_URL ({nats_url}).",
+            file=sys.stderr,
+            flush=True,
+        )
+        return 1
     credentials: dict[str, str] = {}
     # Why a port moved, by row of the table.
     moved: dict[str, str] = {}
@@ -312,7 +347,8 @@ def main() -> int:
         with os.fdopen(fd, "w") as f:
             f.write(nats_accounts_config(credentials))
         argv = [str(BIN / "nats-server"), "-c", str(config), "-a", "127.0.0.1", "-p", str(port)]
-        argv += ["-js", "-sd", str(DATA / "nats")]
+        kept.mkdir(exist_ok=True)
+        argv += ["-js", "-sd", str(kept / "nats")]
         procs.append(("nats", start("nats", argv, dict(os.environ), COLOURS[6])))
         time.sleep(0.3)
     env = dict(os.environ)
@@ -331,17 +367,13 @@ def main() -> int:
     if credentials:
         env["NATS_CREDENTIALS_DIR"] = str(DATA / "nats-credentials")
     # The runner's state under .data too (root or not), so `make clean` takes it away.
-    env.setdefault("RUNNER_STATE_DIR", str(DATA / "runner"))
-    # DEMO=1 (`make run DEMO=1`): canned replies instead of a model; a key set wins.
-    asked = os.environ.get("DEMO", "") not in ("", "0")
-    demo = asked and not env.get("ANTHROPIC_API_KEY")
+    env.setdefault("RUNNER_STATE_DIR", str(kept / "runner"))
     demo_line = start_demo_stub(env, procs) if demo else ""
     if demo:
         # The demo's databases are its own: a reply a real model gave (kept for its request id's
         # repeats, within idempotency_ttl_s) is never answered as a demo one, nor a demo call
         # counted in the real ledger or reviews.
-        env["QUIZ_DATA_DIR"] = str(DATA / "demo")
-        (DATA / "demo").mkdir(exist_ok=True)
+        env["QUIZ_DATA_DIR"] = str(kept)
     if asked and not demo:
         demo_line = "DEMO=1 ignored: ANTHROPIC_API_KEY is set, the gateway calls that provider."
     # lesson-fix verifies people with a siteverify secret; without one, development runs it
@@ -416,7 +448,10 @@ def main() -> int:
             "   review (owner): make token SUB=owner-1 GRANTS='pool:7=owner'",
         ]
         if not env.get("ANTHROPIC_API_KEY"):
-            notes.append("Without ANTHROPIC_API_KEY the gateway answers llm_not_configured.")
+            notes.append(
+                "Without ANTHROPIC_API_KEY the gateway answers llm_not_configured.\n"
+                "      Set it for a model, or `make run DEMO=1` for canned replies without a key."
+            )
         else:
             where = env.get("ANTHROPIC_BASE_URL") or "Anthropic's API"
             notes.append(f"The gateway calls models at {where} (ANTHROPIC_API_KEY is set).")

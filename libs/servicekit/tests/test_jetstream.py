@@ -399,6 +399,17 @@ async def test_dead_letters_can_be_read_and_replayed(
         await eventually(lambda: seen.count("r") == 2)
     assert await letters(nc, names) == []
     assert seen.deliveries[-1].msg_id == f"replay-me.replay.{letter.seq}"
+    # None left: `list` says so in a line (issue 34; it printed nothing), stdout stays empty.
+    cli = [sys.executable, "-m", "quiz_servicekit.dead_letters", "--nats-url", nats_url]
+    empty = subprocess.run(
+        [*cli, "list", "--stream", names.stream],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    assert empty.stdout == ""
+    assert empty.stderr.strip() == f"no dead letters (stream {names.stream})", empty.stderr
 
 
 async def test_service_lifespan_runs_consumers_with_a_readiness_check(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from collections.abc import AsyncIterator
 
 import httpx
@@ -211,4 +212,15 @@ async def test_every_service_serves_its_docs_without_a_cdn(services: tuple[str, 
             assert "cdn." not in html.text and "fonts.googleapis" not in html.text, page
         for asset in ("swagger-ui-bundle.js", "swagger-ui.css", "redoc.standalone.js"):
             assert (await http.get(f"{a_url}/docs-assets/{asset}")).status_code == 200
+        # Nor does a script the pages load fetch anything remote (issue 34: ReDoc's logo came
+        # from cdn.redoc.ly; Swagger's validator badge from validator.swagger.io).
+        redoc = await http.get(f"{a_url}/redoc")
+        scripts = re.findall(r'<script src="([^"]+)"', redoc.text)
+        assert scripts == ["/docs-assets/redoc.offline.js"], scripts
+        js = await http.get(f"{a_url}{scripts[0]}")
+        assert js.status_code == 200 and len(js.content) > 100_000
+        assert "javascript" in js.headers["content-type"]
+        assert "cdn.redoc.ly" not in js.text and "/docs-assets/favicon.png" in js.text
+        swagger = (await http.get(f"{a_url}/docs")).text
+        assert '"validatorUrl": null' in swagger, swagger
         assert (await http.get(f"{a_url}/openapi.json")).status_code == 200

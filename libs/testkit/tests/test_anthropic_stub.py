@@ -585,6 +585,21 @@ def test_demo_replies_are_computed_from_the_request_and_labelled(
     assert other.input == realistic_instance(CHOICES_TOOL["input_schema"])
 
 
+def test_realistic_replies_label_their_prose_as_a_stubs(
+    stub: AnthropicStub, client: anthropic.Anthropic
+) -> None:
+    """Issue 34: the CLI without --demo answered "42" for "2 + 2 ?" with an unlabelled "The
+    right answer follows from the statement's own data."; its prose now says it is a stub's."""
+    from quiz_testkit.anthropic_stub import STUB_LABEL
+
+    stub.script(StubReply.realistic())
+    block = _wand_request(client, {"prompt": "2 + 2 ?", "choices": []})
+    assert block.input["explanation"].startswith(STUB_LABEL), block.input
+    assert "no model" in STUB_LABEL and "ignored" in STUB_LABEL
+    # The rest is the realistic instance, untouched (still schema-valid, the merges real).
+    assert [c["text"] for c in block.input["proposal"]["choices"]] == ["42", "24", "4.2"]
+
+
 def test_the_stub_default_is_unchanged_by_the_demo_mode(
     stub: AnthropicStub, client: anthropic.Anthropic
 ) -> None:

@@ -7,11 +7,14 @@ import subprocess
 import sys
 from typing import Any
 
+import pytest
+
 from quiz_testkit.demo_replies import (
     DEMO_LABEL,
     arithmetic_value,
     demo_output,
     grounded_answer,
+    ideas_alike,
     picture_program,
 )
 
@@ -91,15 +94,93 @@ def test_the_poll_batch_hides_corrects_and_attaches_by_id() -> None:
     )
     output, _ = demo_output("judge_ideas", _body(user), {"ideas": []})
     verdicts = {v["id"]: v for v in output["ideas"]}
+    # The noun with a typo and the verb on the wall say the same: one bubble (issue 34).
     assert verdicts["n1"] == {
         "id": "n1",
         "offensive": False,
-        "correction": "La respiration",
-        "sameAs": None,
+        "correction": "la respiration",
+        "sameAs": "e1",
     }
     assert verdicts["n2"]["offensive"] and verdicts["n4"]["offensive"]
+    assert verdicts["n2"]["sameAs"] is None and verdicts["n4"]["sameAs"] is None
     assert verdicts["n3"]["sameAs"] == "e1"
     assert not verdicts["n5"]["offensive"]  # an insult is a whole word, not a part of one
+    assert verdicts["n5"]["sameAs"] is None
+
+
+def test_the_poll_batch_groups_the_documented_variants_and_corrects_only_typos() -> None:
+    """Issue 34 item 2: phones typed these; the wall showed "La respiration" and
+    "Respiration", "Les cellules" and "Cellule" apart, and "→ Capitalised" on every row."""
+    typed = [
+        "se reproduire",
+        "la respiraton",
+        "Respiration",
+        "respirer",
+        "les cellules",
+        "cellule",
+        "Paul est un idiot",
+        "reproduction",
+        "grandir",
+    ]
+    ideas = [{"id": f"n{i}", "text": t} for i, t in enumerate(typed, 1)]
+    user = "\n\n".join(
+        [
+            'Question (data): "Qu\'est-ce qui caractérise le vivant ?"',
+            "Ideas on the wall (data): []",
+            f"NEW ideas to judge (data): {json.dumps(ideas)}",
+        ]
+    )
+    output, rule = demo_output("judge_ideas", _body(user), {"ideas": []})
+    verdicts = {v["id"]: v for v in output["ideas"]}
+    same = {k: v["sameAs"] for k, v in verdicts.items()}
+    assert same == {
+        "n1": None,
+        "n2": None,
+        "n3": "n2",  # Respiration → la respiraton
+        "n4": "n2",  # respirer: the verb of the noun
+        "n5": None,
+        "n6": "n5",  # cellule → les cellules
+        "n7": None,  # hidden, attached to nothing
+        "n8": "n1",  # reproduction → se reproduire
+        "n9": None,
+    }
+    assert verdicts["n7"]["offensive"]
+    # Only the typo is corrected; every other idea comes back as typed (no arrow on the board).
+    changed = {
+        k: v["correction"] for k, v in verdicts.items() if v["correction"] != typed[int(k[1:]) - 1]
+    }
+    assert changed == {"n2": "la respiration"}
+    assert "1 corrected" in rule and "4 grouped" in rule
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        ("Les cellules", "la cellule"),
+        ("celulle", "cellule"),
+        ("Breathing", "to breathe"),
+        ("se nourrir", "la nourriture"),
+        ("L'évolution", "evolution"),
+        ("the cells", "Cell"),
+    ],
+)
+def test_spelling_variants_and_near_synonyms_are_alike(a: str, b: str) -> None:
+    assert ideas_alike(a, b) and ideas_alike(b, a)
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        ("respirer", "se reproduire"),
+        ("mouvement", "mourir"),
+        ("la mort", "annuler la mort"),
+        ("vie", "vue"),
+        ("eau", "air"),
+        ("grandir", "croissance"),  # a synonym no rule knows: a model's work
+    ],
+)
+def test_different_ideas_stay_apart(a: str, b: str) -> None:
+    assert not ideas_alike(a, b)
 
 
 def test_review_swaps_the_ticks_of_a_wrong_capital_and_nothing_else() -> None:
@@ -112,13 +193,29 @@ def test_review_swaps_the_ticks_of_a_wrong_capital_and_nothing_else() -> None:
         "prompt": "What is the capital of Australia?",
         "choices": [{"text": "Sydney", "correct": True}, {"text": "Canberra", "correct": False}],
     }
-    findings = review(wrong)["findings"]
-    assert [(f["path"], f["fix"]) for f in findings] == [
-        ("choices.0.correct", {"from": "true", "to": "false"}),
-        ("choices.1.correct", {"from": "false", "to": "true"}),
-    ]
+    # One flaw, one finding naming both ticks; no Fix: in single mode one tick alone left an
+    # mcq with no right choice (issue 34).
+    (finding,) = review(wrong)["findings"]
+    assert (finding["path"], finding["fix"]) == ("choices.0.correct", None)
+    assert "untick « Sydney » and tick « Canberra »" in finding["message"]
     right = {**wrong, "choices": [{"text": "Canberra", "correct": True}]}
     assert review(right) == {"findings": []}
+    # Where one replacement does leave a consistent mcq, the finding has its Fix.
+    missing = {
+        "prompt": "What is the capital of Australia?",
+        "mode": "multiple",
+        "choices": [{"text": "Sydney", "correct": False}, {"text": "Canberra", "correct": False}],
+    }
+    (finding,) = review(missing)["findings"]
+    assert finding["path"] == "choices.1.correct"
+    assert finding["fix"] == {"from": "false", "to": "true"}
+    extra = {
+        **missing,
+        "choices": [{"text": "Sydney", "correct": True}, {"text": "Canberra", "correct": True}],
+    }
+    (finding,) = review(extra)["findings"]
+    assert finding["path"] == "choices.0.correct"
+    assert finding["fix"] == {"from": "true", "to": "false"}
 
 
 def test_a_tool_no_rule_knows_gets_the_fallback() -> None:

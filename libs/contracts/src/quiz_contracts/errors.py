@@ -111,6 +111,15 @@ HTTP_STATUS: dict[ErrorCode, int] = {
 }
 
 
+# The way out every "no model" refusal gives a person (issue 34 item 3): `llm_not_configured`
+# from the gateway, a harness's availability check, the poll's AI switch (`llm_unavailable`).
+NO_MODEL_HINT = (
+    "to call a model, set ANTHROPIC_API_KEY (a provider key) for the llm-gateway and restart "
+    "it; to try every feature without a key, run `make run DEMO=1` (canned replies)"
+)
+NOT_CONFIGURED_MESSAGE = f"no LLM provider key is configured: {NO_MODEL_HINT}"
+
+
 def http_status(code: ErrorCode | str) -> int:
     """HTTP status of an error code; unknown codes are server errors."""
     try:

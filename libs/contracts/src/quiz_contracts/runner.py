@@ -156,11 +156,13 @@ class RunLimits(WireModel):
         "runtime's heap (Java -Xmx, V8 heap); at least MEMORY_FLOOR_MB of the language.",
     )
     processes: int = Field(default=16, gt=0, description="Processes and threads at once.")
-    output_bytes: int = Field(
-        default=64 * 1024,
+    output_bytes: int | None = Field(
+        default=None,
         gt=0,
         description="stdout and stderr, each; more is cut (output_truncated). With the other "
-        "cases: 2 × output_bytes × cases ≤ MAX_OUTPUT_TOTAL_BYTES (max_output_bytes).",
+        "cases: 2 × output_bytes × cases ≤ MAX_OUTPUT_TOTAL_BYTES (max_output_bytes). Not "
+        "given (null): 64 KiB, or the most that fits for the request's cases when that is "
+        "less (default_output_bytes); the reply's `limits` says what was applied.",
     )
     file_bytes: int = Field(
         default=1024 * 1024, gt=0, description="Largest file written; also bounds the work dir."
@@ -171,8 +173,18 @@ class RunLimits(WireModel):
         return [
             name
             for name in type(self).model_fields
-            if getattr(self, name) > getattr(RUN_LIMIT_MAXIMA, name)
+            if (value := getattr(self, name)) is not None
+            and value > getattr(RUN_LIMIT_MAXIMA, name)
         ]
+
+    def output_bytes_for(self, cases: int) -> int:
+        """The `output_bytes` a request of `cases` cases runs with: the one asked, else
+        `default_output_bytes(cases)`."""
+        return self.output_bytes if self.output_bytes is not None else default_output_bytes(cases)
+
+    def applied(self, cases: int) -> RunLimits:
+        """These limits as a request of `cases` cases runs them: `output_bytes` filled in."""
+        return self.model_copy(update={"output_bytes": self.output_bytes_for(cases)})
 
 
 # Hard maxima: a request asking more is refused with `limit_exceeded`, never clamped silently.
@@ -184,6 +196,9 @@ RUN_LIMIT_MAXIMA = RunLimits(
     output_bytes=512 * 1024,  # one case's two streams: MAX_OUTPUT_TOTAL_BYTES
     file_bytes=16 * 1024 * 1024,
 )
+MAX_OUTPUT_BYTES = 512 * 1024  # RUN_LIMIT_MAXIMA.output_bytes, typed
+# `output_bytes` when a request names none and its cases leave room for it (issue 34 item 7).
+DEFAULT_OUTPUT_BYTES = 64 * 1024
 
 
 def max_output_bytes(cases: int) -> int:
@@ -193,7 +208,17 @@ def max_output_bytes(cases: int) -> int:
     `MAX_OUTPUT_TOTAL_BYTES` of output whole: min(512 KiB, 1 MiB // (2 × cases)); 5,242 at
     100 cases, 17,476 at 30, 26,214 at 20. A request of no case counts as one (a picture's).
     """
-    return min(RUN_LIMIT_MAXIMA.output_bytes, MAX_OUTPUT_TOTAL_BYTES // (2 * max(1, cases)))
+    return min(MAX_OUTPUT_BYTES, MAX_OUTPUT_TOTAL_BYTES // (2 * max(1, cases)))
+
+
+def default_output_bytes(cases: int) -> int:
+    """`output_bytes` of a request of `cases` cases that names none (bytes, per stream).
+
+    `DEFAULT_OUTPUT_BYTES` (64 KiB) up to 8 cases, then `max_output_bytes(cases)`: the most that
+    fits in one reply, so a request without limits runs at every allowed case count (before,
+    64 KiB was refused `limit_exceeded` from 9 cases on). 58,254 at 9, 5,242 at 100.
+    """
+    return min(DEFAULT_OUTPUT_BYTES, max_output_bytes(cases))
 
 
 class PictureSpec(WireModel):
@@ -308,6 +333,11 @@ class RunReply(WireModel):
         default=None, description="With a picture spec: what the first case drew."
     )
     backend: str = Field(default="", description="bwrap or docker: which sandbox ran it.")
+    limits: RunLimits | None = Field(
+        default=None,
+        description="The limits every case ran under: the request's, `output_bytes` filled in "
+        "when it named none (default_output_bytes). Added in v1; None from older runners.",
+    )
 
 
 def text_and_b64(data: bytes) -> tuple[str, str | None]:

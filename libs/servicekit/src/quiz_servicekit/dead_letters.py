@@ -340,6 +340,14 @@ async def replay_dead_letter(js: JetStreamContext, seq: int, *, delete: bool = T
     return ack
 
 
+def no_letters_line(stream: str | None, consumer: str | None, after_seq: int) -> str:
+    """What `list` says when it finds nothing: "no dead letters (stream REVIEW, after #4)"."""
+    where = [f"stream {stream}"] if stream else []
+    where += [f"consumer {consumer}"] if consumer else []
+    where += [f"after #{after_seq}"] if after_seq else []
+    return "no dead letters" + (f" ({', '.join(where)})" if where else "")
+
+
 def _print_letter(letter: DeadLetter, *, full: bool) -> None:
     when = letter.time.isoformat(timespec="seconds") if letter.time else "?"
     print(
@@ -359,14 +367,18 @@ async def _cli(args: argparse.Namespace) -> int:
     try:
         js = nc.jetstream()
         if args.command == "list":
-            for letter in await read_dead_letters(
+            found = await read_dead_letters(
                 js,
                 stream=args.stream,
                 consumer=args.consumer,
                 after_seq=args.after,
                 limit=args.limit,
-            ):
+            )
+            for letter in found:
                 _print_letter(letter, full=False)
+            if not found:
+                # A line for a person (on stderr: stdout stays one line per letter).
+                print(no_letters_line(args.stream, args.consumer, args.after), file=sys.stderr)
         elif args.command == "show":
             _print_letter(await get_dead_letter(js, args.seq), full=True)
         else:

@@ -16,7 +16,7 @@ from importlib.metadata import entry_points
 
 import nats
 
-from quiz_contracts.errors import ContractError, ErrorCode
+from quiz_contracts.errors import NO_MODEL_HINT, ContractError, ErrorCode
 from quiz_contracts.llm import Purpose
 from quiz_servicekit.llm import LlmClient
 from quiz_servicekit.natsio import inbox_prefix_for, nats_servers
@@ -98,9 +98,12 @@ async def harness_gateway(nats_url: str, name: str, purpose: Purpose) -> AsyncIt
         availability = await llm.availability(purpose)
         if not availability.available:
             reason = availability.reason.value if availability.reason else "unavailable"
+            # Without a key the way out is the key or the demo; a spent cap or an open circuit
+            # is waited out (the reason says which).
+            hint = f": {NO_MODEL_HINT}" if reason == ErrorCode.llm_not_configured else ""
             raise ContractError(
                 availability.reason or ErrorCode.llm_failed,
-                f"no model can be called for {purpose.value} ({reason})",
+                f"no model can be called for {purpose.value} ({reason}){hint}",
             )
         yield llm
     finally:

@@ -70,6 +70,28 @@ ERROR_MESSAGES: dict[str, str] = {
 }
 
 AUTO_TEXT = "Stub reply."
+STUB_LABEL = "[stub reply, no model: plausible and schema-valid, the statement ignored]"
+"""Prefixes each text a person reads of a `realistic()` reply (the stub's CLI without --demo):
+its "42" for "2 + 2 ?" is no model's answer, and says so (issue 34)."""
+# The fields of a reply a person reads as prose: the wand's and a fix's explanation, a finding's.
+_PROSE_FIELDS = frozenset({"explanation", "message"})
+
+
+def labelled_realistic(value: Any) -> Any:
+    """`value` (a realistic instance) with every prose field (`explanation`, `message`, at any
+    depth) prefixed by STUB_LABEL."""
+    if isinstance(value, dict):
+        return {
+            k: f"{STUB_LABEL} {v}"
+            if k in _PROSE_FIELDS and isinstance(v, str)
+            else labelled_realistic(v)
+            for k, v in value.items()
+        }
+    if isinstance(value, list):
+        return [labelled_realistic(v) for v in value]
+    return value
+
+
 _MAX_SCHEMA_DEPTH = 32
 
 
@@ -153,7 +175,8 @@ class StubReply:
 
     @classmethod
     def realistic(cls) -> StubReply:
-        """A full, plausible instance of the forced tool's schema (`realistic_instance`)."""
+        """A full, plausible instance of the forced tool's schema (`realistic_instance`), its
+        prose labelled STUB_LABEL."""
         return cls("realistic")
 
     @classmethod
@@ -743,11 +766,12 @@ class AnthropicStub(ThreadedServer):
                 reply = StubReply.tool(output) if is_tool else StubReply.text(_dumps(output))
         if reply.kind == "realistic":
             if forced is not None:
-                reply = StubReply.tool(realistic_instance(forced.get("input_schema") or {}))
+                made = realistic_instance(forced.get("input_schema") or {})
+                reply = StubReply.tool(labelled_realistic(made))
             elif (schema := _output_schema(body)) is not None:
-                reply = StubReply.text(_dumps(realistic_instance(schema)))
+                reply = StubReply.text(_dumps(labelled_realistic(realistic_instance(schema))))
             else:
-                reply = StubReply.text(AUTO_TEXT)
+                reply = StubReply.text(f"{STUB_LABEL} {AUTO_TEXT}")
         if reply.kind == "auto":
             if forced is not None:
                 reply = StubReply.tool(minimal_instance(forced.get("input_schema") or {}))

@@ -11,12 +11,15 @@ block ids, the poll's idea ids — by a few rules keyed on what the documented e
   with a centre of another colour, else a frame), so the runner settles a complete target; short,
   rich, categorize and code get answers for the README's statements.
 - `report_findings` (review, docs/review.md): an mcq whose key names a wrong capital (Sydney for
-  Australia) gets the two ticks to swap as findings, each with a Fix that applies.
+  Australia) gets one finding on the wrong tick, naming both ticks to swap; it carries a Fix
+  only where that one replacement leaves a consistent mcq (a missing tick in multiple mode, a
+  wrong one beside the right one): moving a single-mode key takes two ticks.
 - `lesson_fix` (docs/lesson-fix.md): E_GROUNDING_SINGLE gets the question's answer taken from
   the passage, on the question's own block id (the bees make wax, not honey).
 - `judge_ideas` (the poll's AI batches, docs/poll.md): an idea naming a masked person or
-  insulting is hidden, known misspellings are corrected, every correction is capitalised, and an
-  idea that says the same as an earlier one is attached to it.
+  insulting is hidden, known misspellings are corrected (nothing else: no capital added), and
+  an idea that says the same as an earlier one is attached to it: the same words once case,
+  accents, articles, plurals, small typos and verb/noun endings are set aside (`ideas_alike`).
 
 Anything else gets `realistic_instance` of the tool's schema, as the stub's CLI always gave.
 Every reply carries the label `DEMO_LABEL` where a person reads it (the wand's explanation, a
@@ -311,35 +314,53 @@ def _review(body: Mapping[str, Any], fallback: dict[str, Any]) -> tuple[Any, str
     if fact is None or len(choices) != len(config["choices"]):
         return {"findings": []}, "review: no known fact, no finding"
     right = fact[0].lower()
+    french = "capitale" in str(config.get("prompt", "")).lower()
+    ticked = [i for i, c in enumerate(choices) if c.get("correct")]
+    keys = [i for i, c in enumerate(choices) if str(c.get("text", "")).strip().lower() == right]
     findings = []
-    for i, choice in enumerate(choices):
-        is_right = str(choice.get("text", "")).strip().lower() == right
-        if bool(choice.get("correct")) != is_right:
-            current = "true" if choice.get("correct") else "false"
-            other = "false" if choice.get("correct") else "true"
-            french = "capitale" in str(config.get("prompt", "")).lower()
+    if ticked != keys:
+        # ONE flaw, one finding (the eval's label: quiz-eval review scored two at precision
+        # 0.50). It carries a Fix only when that one replacement leaves a consistent mcq: a
+        # Fix is one field (ADR-060 §4), and a key that must MOVE in single mode takes two
+        # ticks, so one alone left no right choice (issue 34); then the message says both.
+        wrong = next((i for i in ticked if i not in keys), None)
+        missing = next((i for i in keys if i not in ticked), None)
+        at = wrong if wrong is not None else missing
+        if at is None:  # not reached: ticked != keys means one of them holds an index
+            return {"findings": []}, "review: no finding"
+        choice = choices[at]
+        name = choice.get("text")
+        multiple = config.get("mode") == "multiple"
+        after = [i for i in ticked if i != at] if wrong is not None else [*ticked, at]
+        consistent = bool(after) and (multiple or len(after) == 1)
+        # The tick to add beside the one to take off, when the key must move.
+        also = choices[missing].get("text") if wrong is not None and missing is not None else None
+        if french:
             said = (
-                (
-                    f"« {choice.get('text')} » est marquée juste, mais la réponse est {fact[0]}."
-                    if french
-                    else f"« {choice.get('text')} » is marked right, but the answer is {fact[0]}."
-                )
-                if choice.get("correct")
-                else (
-                    f"« {choice.get('text')} » est la bonne réponse, mais elle est marquée fausse."
-                    if french
-                    else f"« {choice.get('text')} » is the right answer but is marked wrong."
-                )
+                f"« {name} » est marquée juste, mais la réponse est {fact[0]}"
+                if wrong is not None
+                else f"« {name} » est la bonne réponse, mais elle est marquée fausse"
             )
-            findings.append(
-                {
-                    "severity": "error",
-                    "path": f"choices.{i}.correct",
-                    "message": _labelled(said),
-                    "fix": {"from": current, "to": other},
-                }
+            said += f" : décochez « {name} » et cochez « {also} »." if also else "."
+        else:
+            said = (
+                f"« {name} » is marked right, but the answer is {fact[0]}"
+                if wrong is not None
+                else f"« {name} » is the right answer but is marked wrong"
             )
-    return {"findings": findings}, f"review: {len(findings)} finding(s) on the key"
+            said += f": untick « {name} » and tick « {also} »." if also else "."
+        current = "true" if choice.get("correct") else "false"
+        other = "false" if choice.get("correct") else "true"
+        findings.append(
+            {
+                "severity": "error",
+                "path": f"choices.{at}.correct",
+                "message": _labelled(said),
+                "fix": {"from": current, "to": other} if consistent else None,
+            }
+        )
+    fixed = "with" if findings and findings[0]["fix"] else "without"
+    return {"findings": findings}, f"review: {len(findings)} on the key, {fixed} a fix"
 
 
 # ---- lesson-fix ---------------------------------------------------------------------------
@@ -428,12 +449,101 @@ _SPELLING: dict[str, str] = {
 }
 # Whole words only: "nul" hides "c'est nul", never "annuler".
 _INSULTS = re.compile(r"\b(idiot|idiote|stupide?|nulle?|débile|dumb|moron|con)\b", re.I)
+# Words that do not change what an idea says: articles, reflexive pronouns, "to" of a verb.
+_FILLER = frozenset("le la les l un une des du de d se s the a an to of".split())
+# Endings of plurals, verbs and their nouns (fr, en), longest first: what is left is the stem.
+_ENDINGS = (
+    "ations",
+    "ation",
+    "itions",
+    "ition",
+    "tions",
+    "tion",
+    "ements",
+    "ement",
+    "ments",
+    "ment",
+    "ings",
+    "ing",
+    "ers",
+    "er",
+    "ir",
+    "re",
+    "es",
+    "ed",
+    "s",
+    "x",
+    "e",
+)
 
 
 def _corrected(text: str) -> str:
-    words = [_SPELLING.get(w.lower(), w) for w in text.split()]
-    fixed = " ".join(words)
-    return fixed[:1].upper() + fixed[1:]
+    """`text` with its known misspellings fixed, nothing else: the case of each word as typed
+    (no capital added: the board shows a correction only where one was needed, issue 34)."""
+
+    def fix(match: re.Match[str]) -> str:
+        word = match.group(0)
+        right = _SPELLING.get(word.lower())
+        if right is None:
+            return word
+        return right[:1].upper() + right[1:] if word[:1].isupper() else right
+
+    return re.sub(r"\w+", fix, text)
+
+
+def _stem(word: str) -> str:
+    """A folded word without its plural, verb or noun ending ("respirer", "respiration" →
+    "respir"; "cellules", "cellule" → "cellul"), at least 4 letters kept."""
+    for ending in _ENDINGS:
+        if word.endswith(ending) and len(word) - len(ending) >= 4:
+            return word[: -len(ending)]
+    return word
+
+
+def idea_words(text: str) -> list[str]:
+    """What an idea says, word by word: folded (case, accents), fillers dropped."""
+    words = re.findall(r"[a-z0-9]+", _fold(text))
+    return [w for w in words if w not in _FILLER] or words
+
+
+def _within_edits(a: str, b: str, most: int) -> bool:
+    """Edit distance of `a` and `b` at most `most` (a small typo): insertions, deletions,
+    substitutions and swaps of two neighbours ("celulle" / "cellule") count one each."""
+    if abs(len(a) - len(b)) > most:
+        return False
+    rows = [list(range(len(b) + 1))]
+    for i, ca in enumerate(a, 1):
+        row = [i]
+        for j, cb in enumerate(b, 1):
+            cost = min(rows[-1][j] + 1, row[j - 1] + 1, rows[-1][j - 1] + (ca != cb))
+            if i > 1 and j > 1 and ca == b[j - 2] and a[i - 2] == cb:
+                cost = min(cost, rows[-2][j - 2] + 1)
+            row.append(cost)
+        rows.append(row)
+    return rows[-1][-1] <= most
+
+
+def _words_alike(a: str, b: str) -> bool:
+    """One word and its variant: a small typo, the same stem, or a verb and its noun (stems
+    sharing 5 letters or more, three quarters of the shorter: "reproduire" / "reproduction")."""
+    if a == b or _within_edits(a, b, 1 if min(len(a), len(b)) < 8 else 2):
+        return min(len(a), len(b)) >= 4 or a == b
+    sa, sb = _stem(a), _stem(b)
+    if sa == sb:
+        return True
+    common = next(
+        (i for i, (x, y) in enumerate(zip(sa, sb, strict=False)) if x != y), min(len(sa), len(sb))
+    )
+    return common >= 5 and common >= 0.75 * min(len(sa), len(sb))
+
+
+def ideas_alike(a: str, b: str) -> bool:
+    """Two ideas that say the same thing, as the demo judges it: word for word alike after
+    folding case and accents and dropping articles ("la respiraton", "Respiration",
+    "respirer"; "les cellules", "cellule"). A rule for the documented examples and their
+    spelling variants, not a model: "grandir" and "croissance" stay apart."""
+    wa, wb = idea_words(a), idea_words(b)
+    return len(wa) == len(wb) > 0 and all(_words_alike(x, y) for x, y in zip(wa, wb, strict=True))
 
 
 def _poll(body: Mapping[str, Any], fallback: dict[str, Any]) -> tuple[Any, str]:
@@ -447,19 +557,23 @@ def _poll(body: Mapping[str, Any], fallback: dict[str, Any]) -> tuple[Any, str]:
         return fallback, "poll: realistic"
     if not isinstance(ideas, list):
         return fallback, "poll: realistic"
-    by_meaning = {_fold(_corrected(str(i.get("text", "")))): i.get("id") for i in seen}
+    # Ideas an idea may be attached to, oldest first: the wall's, then this batch's shown ones.
+    earlier: list[tuple[Any, str]] = [
+        (i.get("id"), _corrected(str(i.get("text", "")))) for i in seen if isinstance(i, Mapping)
+    ]
     verdicts = []
-    hidden = corrected = 0
+    hidden = corrected = grouped = 0
     for idea in ideas:
         typed = str(idea.get("text", ""))
         offensive = "[student]" in typed or _INSULTS.search(typed) is not None
         correction = _corrected(typed)
-        key = _fold(correction)
-        same_as = None if offensive else by_meaning.get(key)
-        if not offensive and same_as is None:
-            by_meaning[key] = idea.get("id")
+        same_as = None
+        if not offensive:
+            same_as = next((i for i, t in earlier if ideas_alike(t, correction)), None)
+            earlier.append((idea.get("id"), correction))
         hidden += offensive
-        corrected += _fold(correction) != _fold(typed)
+        corrected += correction != typed
+        grouped += same_as is not None
         verdicts.append(
             {
                 "id": idea.get("id"),
@@ -470,7 +584,7 @@ def _poll(body: Mapping[str, Any], fallback: dict[str, Any]) -> tuple[Any, str]:
         )
     return (
         {"ideas": verdicts},
-        f"poll: {len(verdicts)} idea(s), {hidden} hidden, {corrected} spelling(s) corrected",
+        f"poll: {len(verdicts)} idea(s), {hidden} hidden, {corrected} corrected, {grouped} grouped",
     )
 
 

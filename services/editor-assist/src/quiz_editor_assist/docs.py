@@ -20,6 +20,93 @@ CONFIG_DESCRIPTION = (
 )
 
 
+# The request bodies Swagger UI offers (the first is prefilled by "Try it out"): each type's
+# fresh draft with a statement, as the README's `wand` sends them. The type is the token's grant,
+# so each says which grant it needs. Before, Swagger prefilled a categorize draft built from the
+# first schema of `config`, refused 422 under any other grant (issue 34).
+DRAFT_EXAMPLES: dict[str, dict[str, Any]] = {
+    "mcq": {
+        "configVersion": 2,
+        "prompt": "2 + 2 ?",
+        "mode": "single",
+        "policy": "inherit",
+        "shuffleChoices": True,
+        "choices": [{"text": "", "correct": True}, {"text": "", "correct": False}],
+    },
+    "short": {
+        "configVersion": 3,
+        "prompt": "How many legs has a spider?",
+        "kind": "number",
+        "constraints": {"minLength": 0, "maxLength": 255, "integer": False},
+        "prefilters": {"trim": True, "lowercase": True},
+        "matchers": [{"kind": "exact", "value": "", "points": 1}],
+    },
+    "rich": {
+        "configVersion": 1,
+        "prompt": "Why is the sky blue?",
+        "rubric": "",
+        "format": "markdown",
+    },
+    "categorize": {
+        "configVersion": 1,
+        "prompt": "Sort the animals.",
+        "columns": [
+            {"id": "k3v9q2xa", "label": "", "cards": []},
+            {"id": "p0w7e4rt", "label": "", "cards": []},
+        ],
+        "cards": [],
+        "ordered": False,
+        "shuffleCards": True,
+        "shuffleColumns": False,
+        "policy": "inherit",
+    },
+    "code": {
+        "configVersion": 1,
+        "prompt": "Read two integers and print their sum.",
+        "language": "python",
+        "template": "",
+        "referenceSolution": "",
+        "tests": {
+            "mode": "io",
+            "cases": [
+                {
+                    "name": "",
+                    "args": [],
+                    "stdin": "",
+                    "expected": "",
+                    "compareStdout": True,
+                    "expectedExitCode": 0,
+                    "visible": True,
+                    "points": 1,
+                    "timeMs": None,
+                }
+            ],
+        },
+    },
+    "codeimage": {
+        "configVersion": 1,
+        "prompt": "Draw a white square with a black centre.",
+        "language": "python",
+        "referenceSolution": "",
+        "image": {"width": 3, "height": 3, "palette": "bw"},
+        "target": None,
+    },
+}
+
+
+def request_examples() -> dict[str, dict[str, Any]]:
+    """The OpenAPI `examples` of the wand's body, the mcq draft first (Swagger's prefill)."""
+    return {
+        name: {
+            "summary": f"{name} draft (a token with a {name} grant)",
+            "description": "Mint its token with `make -s token "
+            f"GRANTS='question:42=contributor:{name}'` and Authorize with it.",
+            "value": {"config": config, "explanation": ""},
+        }
+        for name, config in DRAFT_EXAMPLES.items()
+    }
+
+
 def _config_schemas(components: dict[str, Any]) -> dict[str, dict[str, str]]:
     """Every type's config schema added to the components; the refs, by type."""
     refs: dict[str, dict[str, str]] = {}
@@ -51,6 +138,16 @@ def openapi_document(app: FastAPI) -> dict[str, Any]:
             "description": CONFIG_DESCRIPTION,
             "oneOf": [refs[name] for name in generated_types()],
         }
+    body = (
+        schema.get("paths", {})
+        .get("/app/api/questions/{id}/generate", {})
+        .get("post", {})
+        .get("requestBody", {})
+        .get("content", {})
+        .get("application/json")
+    )
+    if body is not None:
+        body["examples"] = request_examples()
     components["securitySchemes"] = {
         "bearer": {
             "type": "http",

@@ -63,6 +63,9 @@ async def test_no_key_is_llm_not_configured(tmp_path: Path, signing_keys: Signin
     r = await generate_with_gateway(tmp_path, signing_keys, {"ANTHROPIC_API_KEY": ""})
     assert r.status_code == 409, r.text
     assert r.json()["code"] == "llm_not_configured"
+    # The person is told how to get a model: the key's name, or the demo (issue 34 item 3).
+    message = r.json()["message"]
+    assert "ANTHROPIC_API_KEY" in message and "make run DEMO=1" in message, message
 
 
 async def test_spent_cap_is_llm_budget_exhausted(

@@ -23,6 +23,7 @@ from quiz_contracts.questions.code import (
 from quiz_contracts.questions.common import PROMPT_MAX
 from quiz_contracts.questions.program import FILE_CONTENT_MAX, REFERENCE_MAX
 from quiz_editor_assist.config import Settings
+from quiz_editor_assist.generators.registry import generated_types
 from quiz_editor_assist.main import create_app
 from quiz_testkit.anthropic_stub import AnthropicStub, StubReply
 from quiz_testkit.jwt_keys import SigningKeys
@@ -428,7 +429,7 @@ async def test_availability(wand: str, signing_keys: SigningKeys) -> None:
 
 
 async def test_the_openapi_documents_each_type_the_error_body_and_the_bearer_scheme(
-    wand: str,
+    wand: str, signing_keys: SigningKeys
 ) -> None:
     async with httpx.AsyncClient() as http:
         spec = (await http.get(f"{wand}/openapi.json")).json()
@@ -450,6 +451,16 @@ async def test_the_openapi_documents_each_type_the_error_body_and_the_bearer_sch
     assert operation["security"] == [{"bearer": []}]
     refs = set(re.findall(r'"\$ref": "#/components/schemas/([^"]+)"', json.dumps(spec)))
     assert refs <= set(schemas), refs - set(schemas)
+    # Swagger's prefilled body (the first example) is a valid draft of the grant it names:
+    # "Try it out" with that token completes it (issue 34: it was a categorize draft, 422).
+    examples = operation["requestBody"]["content"]["application/json"]["examples"]
+    assert next(iter(examples)) == "mcq" and set(examples) == set(generated_types())
+    for name, example in examples.items():
+        # Fresh drafts (partial by design, D16) in the type's current config version.
+        version = question_type(name).config_version
+        assert example["value"]["config"]["configVersion"] == version, name
+    r = await post_generate(wand, teacher_token(signing_keys, "mcq"), examples["mcq"]["value"])
+    assert r.status_code == 200, r.text
     # Swagger UI works offline: the page loads its assets from the service itself.
     assert docs.status_code == 200 and "/docs-assets/swagger-ui-bundle.js" in docs.text
     assert "cdn." not in docs.text and "https://" not in docs.text

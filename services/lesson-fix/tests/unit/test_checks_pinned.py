@@ -20,6 +20,7 @@ import pytest
 
 from quiz_lesson_fix.domain.aifix import ai_edits_to_operations, apply_fix_operations
 from quiz_lesson_fix.domain.checks import validate_lesson
+from quiz_lesson_fix.domain.checks.codes import counted
 from quiz_lesson_fix.eval.cases import load_cases
 
 ROOT = Path(__file__).resolve().parents[4]
@@ -67,6 +68,27 @@ def test_the_pins_cover_every_stored_lesson() -> None:
 @pytest.mark.parametrize("name", sorted(RUNS))
 def test_the_findings_are_the_pinned_ones(name: str) -> None:
     assert RUNS[name] == PINNED.get(name)
+
+
+def test_counts_in_messages_have_their_plural() -> None:
+    """Issue 34: "1 question(s)", "0 spelling word(s)", "1 section(s)" read as a form, not a
+    sentence; the count's noun is singular for one and plural otherwise."""
+    messages = [f["message"] for findings in RUNS.values() for f in findings]
+    # E_RETIRED_STEM quotes the retired stem itself: "word(s) that come(s) to mind".
+    said = [m for m in messages if re.search(r"\d+ [\w ]+\(s\)", m)]
+    assert said == []
+    assert any(re.search(r"\bhas 1 question in\b", m) for m in messages)
+    assert any("has 0 spelling words;" in m for m in messages)
+    assert any("The lesson has 1 section;" in m for m in messages)
+
+
+def test_counted_uses_the_singular_for_one_only() -> None:
+    assert [counted(n, "spelling word") for n in (0, 1, 2)] == [
+        "0 spelling words",
+        "1 spelling word",
+        "2 spelling words",
+    ]
+    assert counted(1, "answer") == "1 answer" and counted(3, "box", "boxes") == "3 boxes"
 
 
 if __name__ == "__main__":

@@ -12,7 +12,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from quiz_contracts.errors import ContractError, ErrorCode
+from quiz_contracts.errors import NOT_CONFIGURED_MESSAGE, ContractError, ErrorCode
 from quiz_contracts.llm import CompleteReply, CompleteRequest
 from quiz_llm_gateway.admission import Admissions
 from quiz_llm_gateway.calls import CallRecord, time_left_s
@@ -74,7 +74,7 @@ class Attempts:
         req = call.request
         if self.provider is None:
             await self.admissions.refuse(call, ErrorCode.llm_not_configured)
-            raise ContractError(ErrorCode.llm_not_configured, "no LLM provider key is configured")
+            raise ContractError(ErrorCode.llm_not_configured, NOT_CONFIGURED_MESSAGE)
         validator = None
         if req.output_schema is not None:
             try:

@@ -202,6 +202,9 @@ async def test_without_a_key_the_service_starts_and_answers_not_configured(
         with pytest.raises(ContractError) as info:
             await request(nc, subjects.LLM_COMPLETE, complete_request(), CompleteReply, timeout=5)
         assert info.value.code is ErrorCode.llm_not_configured
+        # On the bus too, the refusal says how to get a model (issue 34 item 3).
+        assert "ANTHROPIC_API_KEY" in info.value.message, info.value.message
+        assert "make run DEMO=1" in info.value.message, info.value.message
         availability = await request(
             nc, subjects.LLM_AVAILABILITY, AvailabilityRequest(), AvailabilityReply, timeout=5
         )

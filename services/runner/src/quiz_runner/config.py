@@ -28,7 +28,8 @@ class Settings(ServiceSettings):
     # uid (quiz_runner.uids), so two runners on one host never share one.
     uid_base: int = Field(default=61000, gt=0)
     uid_range: int = Field(default=1000, gt=0)
-    uid_lock_dir: str = "/run/lock/quiz-runner"
+    # Default: quiz_runner.uids.default_lock_dir() (root's /run/lock/quiz-runner, a user's own).
+    uid_lock_dir: str | None = None
     # Where the compiled sandbox init (and, docker, the job dirs) live. Default: as root
     # /var/lib/quiz-runner; otherwise $XDG_STATE_HOME/quiz-runner (~/.local/state/quiz-runner).
     # `make run` puts it under .data/runner. Nothing in it is read by a sandbox's uid, so it

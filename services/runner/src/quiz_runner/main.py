@@ -82,7 +82,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         else:
             # Claimed before anything runs; UidsUnavailable stops the start-up with its reason.
             claim = claim_uids(
-                settings.slots, settings.uid_base, settings.uid_range, Path(settings.uid_lock_dir)
+                settings.slots,
+                settings.uid_base,
+                settings.uid_range,
+                Path(settings.uid_lock_dir) if settings.uid_lock_dir else None,
             )
             claims.append(claim)
             uids = claim.uids

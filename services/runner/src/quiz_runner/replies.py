@@ -23,6 +23,7 @@ from quiz_contracts.runner import (
     CompileResult,
     Picture,
     PictureSpec,
+    RunLimits,
     RunReply,
     text_and_b64,
 )
@@ -79,8 +80,11 @@ class ReplyBudget:
         case_names: Sequence[str],
         compile_output_bytes: int,
         picture: PictureSpec | None,
+        limits: RunLimits | None = None,
     ) -> None:
-        skeleton = RunReply(language=language, compile=CompileResult(ok=True), backend=backend)
+        skeleton = RunReply(
+            language=language, compile=CompileResult(ok=True), backend=backend, limits=limits
+        )
         self.limit = limit
         self.used = wire_size(skeleton) - wire_size(CompileResult(ok=True))
         self.compile_reserved = wire_size(

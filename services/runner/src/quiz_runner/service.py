@@ -155,15 +155,27 @@ def check_message_sizes(req: RunRequest) -> None:
     size = len(req.model_dump_json())
     if size > MAX_REQUEST_BYTES:
         raise _refuse(f"the request takes {size} bytes, at most {MAX_REQUEST_BYTES}")
-    runs = len(req.cases) or (1 if req.picture is not None else 0)
-    output = 2 * req.limits.output_bytes * runs
+    runs = case_count(req)
+    output_bytes = req.limits.output_bytes_for(runs)
+    output = 2 * output_bytes * runs
     if output > MAX_OUTPUT_TOTAL_BYTES:
         raise _refuse(
-            f"output_bytes {req.limits.output_bytes} on stdout and stderr of {runs} cases is "
+            f"output_bytes {output_bytes} on stdout and stderr of {runs} cases is "
             f"{output} bytes, over the {MAX_OUTPUT_TOTAL_BYTES} one reply carries "
             f"(MAX_OUTPUT_TOTAL_BYTES): output_bytes at most {max_output_bytes(runs)} for "
             f"{runs} cases"
         )
+
+
+def case_count(req: RunRequest) -> int:
+    """The cases a request runs: its own, or the one a picture with no case draws."""
+    return len(req.cases) or (1 if req.picture is not None else 0)
+
+
+def applied_limits(req: RunRequest) -> RunRequest:
+    """`req` with the limits it runs under: `output_bytes` filled in when it named none, the
+    most that fits for its cases (quiz_contracts.runner.default_output_bytes)."""
+    return req.model_copy(update={"limits": req.limits.applied(case_count(req))})
 
 
 def case_limits(
@@ -176,7 +188,8 @@ def case_limits(
         wall_s=limits.wall_s,
         address_mb=limits.memory_mb + plan.extra_address_mb,
         processes=limits.processes + plan.extra_processes,
-        output_bytes=max(limits.output_bytes, output_floor),
+        # RunnerService.run fills output_bytes in (applied_limits); a bare RunLimits is one case.
+        output_bytes=max(limits.output_bytes_for(1), output_floor),
         file_bytes=file_bytes,
         memory_mb=limits.memory_mb,
         tmpfs_bytes=max(4 * file_bytes, 8 * 1024 * 1024),
@@ -248,6 +261,7 @@ class RunnerService:
     async def run(self, req: RunRequest) -> RunReply:
         """Answer runner.v1.run; raises ContractError for refusals (busy, limits, language)."""
         started = time.monotonic()
+        req = applied_limits(req)
         try:
             language, entry, files = validate_request(req)
             if language not in self.languages():
@@ -264,6 +278,7 @@ class RunnerService:
                 case_names=[c.name for c in cases],
                 compile_output_bytes=self.compile_limits.output_bytes,
                 picture=req.picture,
+                limits=req.limits,
             )
             with self.slots.take() as slot:
                 self.metrics.slots_busy.set(self.slots.busy)
@@ -302,7 +317,12 @@ class RunnerService:
             plan = build_plan(language, entry, list(files), req.limits.memory_mb, self.tools)
             compiled, plan = await self._compile(job, plan, entry)
             budget.compiled(compiled)
-            reply = RunReply(language=language.value, compile=compiled, backend=self.sandbox.name)
+            reply = RunReply(
+                language=language.value,
+                compile=compiled,
+                backend=self.sandbox.name,
+                limits=req.limits,
+            )
             if not compiled.ok:
                 return reply
             for index, case in enumerate(cases):

@@ -12,12 +12,34 @@ from __future__ import annotations
 import fcntl
 import os
 import pwd
+import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
+# root's lock directory: every runner started as root on a host shares it.
 DEFAULT_LOCK_DIR = Path("/run/lock/quiz-runner")
+
+
+def default_lock_dir(euid: int | None = None) -> Path:
+    """Where the uid locks live: `/run/lock/quiz-runner` for root; a normal user's own
+    directory otherwise (`$XDG_RUNTIME_DIR/quiz-runner`, else `/run/lock/quiz-runner-<uid>`,
+    else `<tmp>/quiz-runner-<uid>` where /run/lock is not writable).
+
+    Per user because root's is root's (0755): a normal user's `make test` on a host where root
+    ran the runner got a raw PermissionError there (issue 34 item 8). Users cannot share slot
+    uids anyway: only root switches to them.
+    """
+    euid = os.geteuid() if euid is None else euid
+    if euid == 0:
+        return DEFAULT_LOCK_DIR
+    runtime = os.environ.get("XDG_RUNTIME_DIR")
+    if runtime and os.access(runtime, os.W_OK | os.X_OK):
+        return Path(runtime) / "quiz-runner"
+    if os.access("/run/lock", os.W_OK | os.X_OK):
+        return Path(f"/run/lock/quiz-runner-{euid}")
+    return Path(tempfile.gettempdir()) / f"quiz-runner-{euid}"
 
 
 class UidsUnavailable(RuntimeError):
@@ -74,16 +96,24 @@ class UidClaim:
         self._locks.clear()
 
 
-def claim_uids(count: int, first: int, size: int, lock_dir: Path = DEFAULT_LOCK_DIR) -> UidClaim:
+def claim_uids(count: int, first: int, size: int, lock_dir: Path | None = None) -> UidClaim:
     """Claim `count` uids in `[first, first + size)`: free of locks, accounts and live processes.
 
-    Raises UidsUnavailable, naming the range and the lock directory, when fewer are free.
+    `lock_dir` defaults to `default_lock_dir()`. Raises UidsUnavailable, naming the range and
+    the lock directory, when fewer are free, or when the lock directory cannot be written
+    (naming its owner and RUNNER_UID_LOCK_DIR).
     """
     if count < 1 or size < count:
         raise ValueError(f"cannot claim {count} uids from a range of {size}")
     if first <= 0:
         raise ValueError("slot uids must be above 0: root is never a sandbox uid")
-    lock_dir.mkdir(parents=True, exist_ok=True)
+    lock_dir = default_lock_dir() if lock_dir is None else lock_dir
+    try:
+        lock_dir.mkdir(parents=True, exist_ok=True)
+        if not os.access(lock_dir, os.W_OK | os.X_OK):
+            raise PermissionError(f"{lock_dir} is not writable")
+    except PermissionError:
+        raise UidsUnavailable(lock_dir_refusal(lock_dir)) from None
     claim = UidClaim(uids=[], lock_dir=lock_dir)
     skipped: dict[str, int] = {"claimed by another runner": 0, "an account": 0, "in use": 0}
     for uid in range(first, first + size):
@@ -113,3 +143,15 @@ def claim_uids(count: int, first: int, size: int, lock_dir: Path = DEFAULT_LOCK_
             "or give this runner another range (RUNNER_UID_BASE, RUNNER_UID_RANGE)"
         )
     return claim
+
+
+def lock_dir_refusal(lock_dir: Path) -> str:
+    """Why uids cannot be claimed in `lock_dir`: who owns it and what to set instead."""
+    try:
+        owner = pwd.getpwuid(lock_dir.stat().st_uid).pw_name
+    except (OSError, KeyError):
+        owner = "another user"
+    return (
+        f"cannot write the uid locks in {lock_dir} (it belongs to {owner}, this process runs "
+        f"as uid {os.geteuid()}): set RUNNER_UID_LOCK_DIR to a directory of your own"
+    )

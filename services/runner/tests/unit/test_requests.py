@@ -9,10 +9,12 @@ import pytest
 
 from quiz_contracts.errors import ContractError, ErrorCode
 from quiz_contracts.runner import (
+    DEFAULT_OUTPUT_BYTES,
     MAX_ARGS,
     MAX_CASES,
     MAX_FILE_BYTES_IN,
     MAX_FILES,
+    MAX_OUTPUT_TOTAL_BYTES,
     MAX_REQUEST_BYTES,
     MAX_STDIN_BYTES,
     MEMORY_FLOOR_MB,
@@ -37,7 +39,7 @@ from quiz_runner.sandbox.base import (
     parse_archive,
 )
 from quiz_runner.sandbox.bwrap import as_uid
-from quiz_runner.service import case_limits, validate_request
+from quiz_runner.service import applied_limits, case_limits, validate_request
 
 
 def req(**kw: object) -> RunRequest:
@@ -275,15 +277,35 @@ def test_output_past_what_one_reply_carries_is_refused() -> None:
     validate_request(req(cases=many, limits=RunLimits(output_bytes=max_output_bytes(MAX_CASES))))
     over = RunLimits(output_bytes=max_output_bytes(MAX_CASES) + 1)
     assert refused(req(cases=many, limits=over)).code is ErrorCode.limit_exceeded
-    # The default (64 KiB) fits 8 cases; a picture with no case counts as one.
-    validate_request(req(cases=[RunCase(name=str(i)) for i in range(8)]))
-    assert refused(req(cases=[RunCase(name=str(i)) for i in range(9)])).code is (
-        ErrorCode.limit_exceeded
-    )
+    # 64 KiB asked fits 8 cases, not 9; a picture with no case counts as one.
+    asked = RunLimits(output_bytes=DEFAULT_OUTPUT_BYTES)
+    validate_request(req(cases=[RunCase(name=str(i)) for i in range(8)], limits=asked))
+    nine = req(cases=[RunCase(name=str(i)) for i in range(9)], limits=asked)
+    assert refused(nine).code is ErrorCode.limit_exceeded
     picture = PictureSpec(width=8, height=8, palette="bw")
     validate_request(req(cases=[], picture=picture, limits=one.limits))
     assert max_output_bytes(0) == max_output_bytes(1) == RUN_LIMIT_MAXIMA.output_bytes
     assert max_output_bytes(30) == 17_476
+
+
+@pytest.mark.parametrize("cases", [0, 1, 8, 9, 10, 30, MAX_CASES])
+def test_a_request_naming_no_limits_runs_at_every_allowed_case_count(cases: int) -> None:
+    """Issue 34 item 7: without `output_bytes` the runner applies the most that fits for that
+    many cases (64 KiB up to 8), so no allowed case count is refused; before, 64 KiB × 2 ×
+    cases was over the 1 MiB one reply carries from 9 cases on (10 and 100 refused)."""
+    plain = req(cases=[RunCase(name=str(i)) for i in range(cases)], limits=RunLimits())
+    applied = applied_limits(plain)
+    validate_request(applied)
+    output_bytes = applied.limits.output_bytes
+    assert output_bytes == min(DEFAULT_OUTPUT_BYTES, max_output_bytes(cases))
+    assert 2 * output_bytes * max(1, cases) <= MAX_OUTPUT_TOTAL_BYTES
+    # The other limits are the request's (the contract's defaults) untouched.
+    assert applied.limits.model_dump(exclude={"output_bytes"}) == RunLimits().model_dump(
+        exclude={"output_bytes"}
+    )
+    # Named, it is the request's, never lowered in silence: refused when it does not fit.
+    asked = plain.model_copy(update={"limits": RunLimits(output_bytes=DEFAULT_OUTPUT_BYTES)})
+    assert applied_limits(asked).limits.output_bytes == DEFAULT_OUTPUT_BYTES
 
 
 def test_the_build_archive_is_read_strictly() -> None:

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
+import sysconfig
 import textwrap
 from pathlib import Path
 
 import pytest
 
-from quiz_runner.uids import UidsUnavailable, claim_uids
+from quiz_runner.uids import DEFAULT_LOCK_DIR, UidsUnavailable, claim_uids, default_lock_dir
 
 # A range no account and no process uses on a test host (sandbox uids are far below 2^31).
 FIRST = 1_900_000_000
@@ -87,3 +89,74 @@ def test_an_account_uid_is_never_claimed(tmp_path: Path) -> None:
 def test_root_is_never_in_range(tmp_path: Path) -> None:
     with pytest.raises(ValueError):
         claim_uids(1, 0, 10, tmp_path)
+
+
+def test_the_default_lock_dir_is_roots_for_root_and_a_users_own_otherwise(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert default_lock_dir(0) == DEFAULT_LOCK_DIR == Path("/run/lock/quiz-runner")
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))
+    assert default_lock_dir(1234) == tmp_path / "quiz-runner"
+    monkeypatch.delenv("XDG_RUNTIME_DIR")
+    mine = default_lock_dir(1234)
+    assert mine != DEFAULT_LOCK_DIR and mine.name == "quiz-runner-1234"
+
+
+NOBODY = 65534
+
+
+def as_a_normal_user(code: str) -> subprocess.CompletedProcess[str]:
+    """`code` run by a normal user on a host where root ran the runner (root's lock dir there):
+    as `nobody` when we are root (the system's Python over this venv's packages, as
+    test_rootless does), else as ourselves."""
+    if os.geteuid() != 0:
+        argv = [sys.executable, "-c", code]
+    else:
+        DEFAULT_LOCK_DIR.mkdir(parents=True, exist_ok=True)  # what a runner as root leaves
+        setpriv = shutil.which("setpriv")
+        if setpriv is None or not os.access("/usr/bin/python3", os.X_OK):
+            pytest.skip("becoming nobody needs setpriv (util-linux) and /usr/bin/python3")
+        site = sysconfig.get_paths()["purelib"]
+        boot = f"import site; site.addsitedir({site!r})\n"
+        argv = [setpriv, f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", "--"]
+        argv += ["/usr/bin/python3", "-c", boot + code]
+    env = {k: v for k, v in os.environ.items() if k != "XDG_RUNTIME_DIR"}
+    done = subprocess.run(argv, capture_output=True, text=True, env=env, cwd="/", timeout=60)
+    if "PermissionError" in done.stderr and "site-packages" in done.stderr:
+        pytest.skip(f"nobody may not read this checkout: {done.stderr[-300:]}")
+    return done
+
+
+def test_a_normal_user_claims_uids_where_root_ran_the_runner() -> None:
+    """Issue 34 item 8: `make test` as a normal user failed 105 runner tests with a raw
+    PermissionError on root's /run/lock/quiz-runner; a user's claims now go to its own dir."""
+    if os.geteuid() != 0 and not DEFAULT_LOCK_DIR.exists():
+        pytest.skip(f"root never ran the runner here ({DEFAULT_LOCK_DIR} does not exist)")
+    done = as_a_normal_user(
+        "import os\n"
+        "from quiz_runner.uids import claim_uids\n"
+        f"claim = claim_uids(1, {FIRST}, 2)\n"
+        "print(claim.lock_dir, os.stat(claim.lock_dir).st_uid == os.geteuid())\n"
+    )
+    assert done.returncode == 0, done.stderr
+    lock_dir, own = done.stdout.split()
+    assert Path(lock_dir) != DEFAULT_LOCK_DIR and own == "True", done.stdout
+
+
+def test_a_lock_dir_not_ours_is_refused_with_the_way_out() -> None:
+    """Named explicitly (RUNNER_UID_LOCK_DIR) but another user's: a sentence, not a traceback
+    of PermissionError."""
+    if os.geteuid() != 0 and not DEFAULT_LOCK_DIR.exists():
+        pytest.skip(f"root never ran the runner here ({DEFAULT_LOCK_DIR} does not exist)")
+    done = as_a_normal_user(
+        "from pathlib import Path\n"
+        "from quiz_runner.uids import UidsUnavailable, claim_uids\n"
+        "try:\n"
+        f"    claim_uids(1, {FIRST}, 2, Path({str(DEFAULT_LOCK_DIR)!r}))\n"
+        "except UidsUnavailable as e:\n"
+        "    print(e)\n"
+    )
+    assert done.returncode == 0, done.stderr
+    said = done.stdout
+    assert f"cannot write the uid locks in {DEFAULT_LOCK_DIR}" in said, said
+    assert "belongs to root" in said and "RUNNER_UID_LOCK_DIR" in said, said

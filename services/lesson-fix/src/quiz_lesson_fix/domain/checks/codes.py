@@ -80,6 +80,12 @@ def about(q: Question, item_id: Any = None, **params: Any) -> dict[str, Any]:
     return {"block_id": q.block_id, "item_id": item_id, "params": {"question": q.number, **params}}
 
 
+def counted(count: int, one: str, many: str | None = None) -> str:
+    """`count` and its noun, singular for exactly one: "1 question", "0 spelling words",
+    "3 sections" (issue 34: the messages said "1 question(s)", "0 spelling word(s)")."""
+    return f"{count} {one if count == 1 else (many or one + 's')}"
+
+
 def quoted(values: list[str]) -> str:
     """Values in double quotes, comma-separated, for a message."""
     return ", ".join(f'"{v}"' for v in values)

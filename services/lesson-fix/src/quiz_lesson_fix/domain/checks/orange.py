@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 
-from quiz_lesson_fix.domain.checks.codes import Findings, about, declare, quoted
+from quiz_lesson_fix.domain.checks.codes import Findings, about, counted, declare, quoted
 from quiz_lesson_fix.domain.checks.reading import Question, Section, answer_id
 from quiz_lesson_fix.domain.normalise import (
     CONJUNCTIONS,
@@ -199,7 +199,7 @@ def _check_count(ctx: Section, q: Question, where: str, out: Findings) -> None:
             ORANGE_ANSWER_COUNT,
             q.id,
             ctx.number,
-            f"{where}: this multiple (orange) question accepts {count} answer(s). Accept "
+            f"{where}: this multiple (orange) question accepts {counted(count, 'answer')}. Accept "
             f"{ORANGE_MIN_ANSWERS} to {ORANGE_MAX_ANSWERS}: the items of one list the "
             "passage states, so the speller has a real choice without hunting.",
             **about(q, count=count, open=False, min=ORANGE_MIN_ANSWERS, max=ORANGE_MAX_ANSWERS),

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import Literal
 
-from quiz_lesson_fix.domain.checks.codes import Findings, declare
+from quiz_lesson_fix.domain.checks.codes import Findings, counted, declare
 from quiz_lesson_fix.domain.checks.reading import (
     ORANGE_LOOSE,
     ORANGE_TIGHT,
@@ -129,7 +129,7 @@ def _check_order(ctx: Section, questions: list[Question], out: Findings) -> None
             QUESTION_SHAPE,
             ctx.id,
             ctx.number,
-            f"{ctx.label} has {len(shape)} question(s) in the order {order}. The default "
+            f"{ctx.label} has {counted(len(shape), 'question')} in the order {order}. The default "
             f"is {len(QUESTION_ORDER)}: 3 single, 2 number, 2 orange (multiple or "
             f"multiple_open), 1 background, then {TIGHT_OPENS} tight and "
             f"{EXTENDED_OPENS} extended open questions.",
@@ -202,7 +202,7 @@ def _check_spelling_count(ctx: Section, out: Findings) -> None:
         SPELLING_COUNT,
         ctx.id,
         ctx.number,
-        f"{ctx.label} has {len(ctx.spelling)} spelling word(s); the default is exactly "
+        f"{ctx.label} has {counted(len(ctx.spelling), 'spelling word')}; the default is exactly "
         f"{SPELLING_WORDS_PER_SECTION} per section.",
         block_id=first.get("id") if first is not None else None,
         params={"count": len(ctx.spelling), "expected": SPELLING_WORDS_PER_SECTION},
@@ -218,7 +218,7 @@ def check_section_count(sections: list[Section], out: Findings) -> None:
         SECTION_COUNT_CODE,
         str(count),
         None,
-        f"The lesson has {count} section(s); the default is {SECTION_COUNT}. That is "
+        f"The lesson has {counted(count, 'section')}; the default is {SECTION_COUNT}. That is "
         "fine if the author asked for another length; otherwise add or remove sections "
         f"to reach {SECTION_COUNT}.",
         params={"count": count, "expected": SECTION_COUNT},
