@@ -120,6 +120,14 @@ def test_an_error_body_leaves_its_null_fields_out(bundle: dict) -> None:
     assert "absent" in error["description"]
 
 
+def test_a_field_excluded_when_unset_is_optional_to_a_reader(bundle: dict) -> None:
+    # ReviewFinding.code is absent on a model's finding (exclude_if), present on the lint's.
+    defs = bundle["schema"]["$defs"]
+    finding = defs.get("ReviewFinding-Output", defs["ReviewFinding"])
+    assert "code" not in finding["required"]
+    assert {"severity", "path", "message", "applied"} <= set(finding["required"])
+
+
 def test_the_contracts_schema_examples_are_typed(bundle: dict) -> None:
     text = typed_examples(bundle, {})
     assert "// ReviewRequest (schema examples)\nexport const example0: T.ReviewRequest = {" in text

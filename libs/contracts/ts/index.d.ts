@@ -267,6 +267,7 @@ export interface WireShapes {
   RunFile: RunFile;
   RunLanguage: RunLanguage;
   RunLimits: RunLimits;
+  RunLimitsInput: RunLimitsInput;
   RunReply: RunReply;
   RunRequest: RunRequest;
   Scene: Scene;
@@ -2667,7 +2668,7 @@ export interface ReviewFinding {
   /**
    * A finding of the item-writing-flaw lint (issue 30) carries its code (`iwf.…`); the model's findings have none (the key is absent).
    */
-  code: string | null;
+  code?: string | null;
 }
 /**
  * `questions.v1.version.deleted`: a version is gone; its review row goes with it.
@@ -2827,7 +2828,7 @@ export interface ReviewList {
   /**
    * The pool's reviews carry the item-writing-flaw lint's notices (issue 30); absent: off.
    */
-  lint: boolean;
+  lint?: boolean;
   /**
    * Reviewable latest versions with a non-failed row.
    */
@@ -2958,9 +2959,40 @@ export interface RunFile {
 /**
  * Per-case limits (compile has its own fixed ones). Over `RUN_LIMIT_MAXIMA` → refused.
  *
- * Written by a client (request, published event): pydantic's validation schema, a field with a default is optional.
+ * Read by a client (reply, received event): pydantic's serialization schema, every field present.
  */
 export interface RunLimits {
+  /**
+   * CPU seconds of the program (its threads and the children it waited for), to the millisecond; more ends the case as timed_out='cpu'.
+   */
+  cpu_s: number;
+  /**
+   * Wall clock of the whole case.
+   */
+  wall_s: number;
+  /**
+   * Memory of the program, MiB: its address space (C, C++, Python) or its runtime's heap (Java -Xmx, V8 heap); at least MEMORY_FLOOR_MB of the language.
+   */
+  memory_mb: number;
+  /**
+   * Processes and threads at once.
+   */
+  processes: number;
+  /**
+   * stdout and stderr, each; more is cut (output_truncated). With the other cases: 2 × output_bytes × cases ≤ MAX_OUTPUT_TOTAL_BYTES (max_output_bytes). Not given (null): 64 KiB, or the most that fits for the request's cases when that is less (default_output_bytes); the reply's `limits` says what was applied.
+   */
+  output_bytes: number | null;
+  /**
+   * Largest file written; also bounds the work dir.
+   */
+  file_bytes: number;
+}
+/**
+ * Per-case limits (compile has its own fixed ones). Over `RUN_LIMIT_MAXIMA` → refused.
+ *
+ * Written by a client (request, published event): pydantic's validation schema, a field with a default is optional.
+ */
+export interface RunLimitsInput {
   /**
    * CPU seconds of the program (its threads and the children it waited for), to the millisecond; more ends the case as timed_out='cpu'.
    */
@@ -2978,9 +3010,9 @@ export interface RunLimits {
    */
   processes?: number;
   /**
-   * stdout and stderr, each; more is cut (output_truncated). With the other cases: 2 × output_bytes × cases ≤ MAX_OUTPUT_TOTAL_BYTES (max_output_bytes).
+   * stdout and stderr, each; more is cut (output_truncated). With the other cases: 2 × output_bytes × cases ≤ MAX_OUTPUT_TOTAL_BYTES (max_output_bytes). Not given (null): 64 KiB, or the most that fits for the request's cases when that is less (default_output_bytes); the reply's `limits` says what was applied.
    */
-  output_bytes?: number;
+  output_bytes?: number | null;
   /**
    * Largest file written; also bounds the work dir.
    */
@@ -3003,6 +3035,10 @@ export interface RunReply {
    * bwrap or docker: which sandbox ran it.
    */
   backend: string;
+  /**
+   * The limits every case ran under: the request's, `output_bytes` filled in when it named none (default_output_bytes). Added in v1; None from older runners.
+   */
+  limits: RunLimits | null;
 }
 /**
  * Compile once, then run every case (subject `runner.v1.run`).
@@ -3025,7 +3061,7 @@ export interface RunRequest {
    */
   entry?: string | null;
   cases?: RunCase[];
-  limits?: RunLimits;
+  limits?: RunLimitsInput;
   picture?: PictureSpec | null;
 }
 /**

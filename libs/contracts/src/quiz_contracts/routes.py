@@ -27,6 +27,8 @@ from quiz_contracts.poll import (
     PollTallyFrame,
 )
 from quiz_contracts.review import (
+    LintReply,
+    LintRequest,
     QuestionReview,
     ReviewFixRequest,
     ReviewFixResult,
@@ -73,6 +75,7 @@ HTTP_ROUTES: tuple[Route, ...] = (
     Route("GET", "/app/api/generate/availability", "editor-assist", None, GenerateAvailability),
     Route("GET", "/app/api/pools/{pool_id}/reviews", "review", None, ReviewList),
     Route("PUT", "/app/api/pools/{pool_id}/review", "review", ReviewToggle, ReviewList),
+    Route("POST", "/app/api/pools/{pool_id}/review/lint", "review", LintRequest, LintReply),
     Route("POST", "/app/api/reviews/pills", "review", ReviewPillsRequest, ReviewPillsReply),
     Route("POST", "/app/api/questions/{question_id}/review", "review", None, QuestionReview),
     Route("POST", "/app/api/questions/{question_id}/review/ignore", "review", None, QuestionReview),

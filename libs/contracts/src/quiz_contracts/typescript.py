@@ -73,12 +73,17 @@ class _ClientSchema(GenerateJsonSchema):
     """pydantic's schema, with every serialized field required in serialization mode.
 
     The effect of `json_schema_serialization_defaults_required`, for every model at once:
-    our services write every field (no `exclude_none`), so a reader finds every field.
+    our services write every field (no `exclude_none`), so a reader finds every field —
+    but for a field declared with `exclude_if`, which a reader may find absent.
     """
 
     def field_is_required(self, field: Any, total: bool) -> bool:
         if self.mode == "serialization":
-            return not field.get("serialization_exclude")
+            # A field with `exclude_if` (ReviewFinding.code: absent on a model's finding) may
+            # be missing from what a reader gets: optional in its read shape too.
+            return not field.get("serialization_exclude") and not field.get(
+                "serialization_exclude_if"
+            )
         return super().field_is_required(field, total)
 
 
