@@ -36,7 +36,8 @@ class EditorAssistMetrics(MetricSet):
         )
         self.settle_runs = self.counter(
             "settle_runs_total",
-            "Settle's runs by type and outcome (replayed: kept with the stored reply, nothing ran).",
+            "Settle's runs by type and outcome (replayed: kept with the stored reply, nothing"
+            " ran).",
             ["type", "outcome"],
         )
         self.proposal_lints = self.counter(
