@@ -315,6 +315,35 @@ def main() -> int:
         argv += ["-js", "-sd", str(DATA / "nats")]
         procs.append(("nats", start("nats", argv, dict(os.environ), COLOURS[6])))
         time.sleep(0.3)
+    # The bus provisioned as operations do, before any service starts (issue 29: no service
+    # creates a stream, consumer or bucket): `make provision`, as the ops user.
+    provisioned = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "quiz_servicekit.provision",
+            "--nats-url",
+            nats_url,
+            "--wait-s",
+            "20",
+        ],
+        capture_output=True,
+        text=True,
+    )
+    if provisioned.returncode == 0:
+        print("bus provisioned (make provision): streams, consumers, KV buckets", flush=True)
+    elif credentials:
+        print(f"make run: provisioning the bus failed:\n{provisioned.stderr}", file=sys.stderr)
+        stop_all(procs)
+        return 1
+    else:
+        # NATS_URL given: its operators may provision it themselves; a service that finds
+        # something missing says what at start.
+        print(
+            f"make run: could not provision {runinfo.without_credentials(nats_url)} "
+            f"(NATS_URL without the ops user?):\n{provisioned.stderr}",
+            file=sys.stderr,
+        )
     env = dict(os.environ)
     env.update(
         {

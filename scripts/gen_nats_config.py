@@ -100,6 +100,10 @@ def dev_overlay_files() -> dict[Path, str]:
         DEV_OVERLAY / "nats" / "users.env": head
         + "".join(f"{bus.password_env(u.name)}={dev_password(u.name)}\n" for u in bus.USERS),
     }
+    # The provisioning Job's (deploy/k8s/base/platform/provision.yaml): the operators' user.
+    files[DEV_OVERLAY / "secrets" / "bus-provision.env"] = (
+        head + f"NATS_USER=ops\nNATS_PASSWORD={dev_password('ops')}\n"
+    )
     for u in bus.USERS:
         if not u.service:
             continue

@@ -26,6 +26,18 @@ class Purpose(StrEnum):
     assistant = "assistant"
 
 
+# Issue 29 item 5: the purposes each calling service may spend on (its bus user, learnt by the
+# gateway from the subject `llm.v1.complete.<user>`), and those that bill someone other than the
+# person acting (the poll billing its teacher), the only ones a caller may set `billed_to` for.
+CALLER_PURPOSES: dict[str, frozenset[Purpose]] = {
+    "editor-assist": frozenset({Purpose.generate}),
+    "review": frozenset({Purpose.review}),
+    "poll": frozenset({Purpose.poll}),
+    "lesson-fix": frozenset({Purpose.lesson_fix}),
+}
+BILLING_PURPOSES: frozenset[Purpose] = frozenset({Purpose.poll})
+
+
 class Effort(StrEnum):
     """How much the model should spend on its answer (text, tool input, thinking).
 
@@ -204,6 +216,8 @@ class UsageReply(WireModel):
 
 
 __all__ = [
+    "BILLING_PURPOSES",
+    "CALLER_PURPOSES",
     "AvailabilityReply",
     "AvailabilityRequest",
     "CompleteReply",

@@ -6,6 +6,7 @@ import logging
 
 from fastapi import FastAPI
 
+from quiz_contracts import subjects
 from quiz_llm_gateway.api import admin_router
 from quiz_llm_gateway.config import Settings
 from quiz_llm_gateway.handlers import endpoints
@@ -14,7 +15,7 @@ from quiz_llm_gateway.models import MIGRATIONS
 from quiz_llm_gateway.provider import AnthropicProvider
 from quiz_llm_gateway.repository import Repository
 from quiz_llm_gateway.service import Gateway
-from quiz_llm_gateway.stream_journal import JOURNAL_STREAM, StreamJournal
+from quiz_llm_gateway.stream_journal import StreamJournal
 from quiz_servicekit.app import ServiceRef, ServiceRuntime, create_service_app, run_service
 
 NAME = "llm-gateway"
@@ -34,9 +35,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         settings=settings,
         migrations=MIGRATIONS,
     )
-    # The settle journal any replica replays (its replicas: NATS_STREAM_REPLICAS, applied by
-    # the kit's declaration).
-    runtime.add_stream(JOURNAL_STREAM)
+    # The settle journal any replica replays: provisioned by operations (quiz_contracts.topology),
+    # checked at start.
+    runtime.use_stream(subjects.LLM_JOURNAL_STREAM)
     gateway = ServiceRef[Gateway]("gateway")
     runtime.add_endpoints(endpoints(gateway, settings.complete_concurrency))
     metrics = GatewayMetrics(runtime.metrics)

@@ -2,12 +2,13 @@
 
 A settle or stored reply the database did not take is published on the stream `LLM_JOURNAL`
 (subject `llm.v1.journal.<database id>`, Nats-Msg-Id `settle:<call_id>:<attempt>` or
-`reply:<key>#<call_id>:0`), declared through quiz_servicekit (its replicas come from
-NATS_STREAM_REPLICAS); the publish returns once the stream acknowledged it (stored on its
-replicas' disks). Any replica replays the stream — at start, every sweep, at stop — into the
-database it shares: entry by entry in stream order, each deleted from the stream once the
-database took it. Two replicas replaying at once both write the same entries, which is
-harmless: settle is idempotent on (call_id, attempt), a stored reply on (key, call_id).
+`reply:<key>#<call_id>:0`), provisioned by operations from quiz_contracts.topology (no other
+service may publish there, nor reshape the stream: issue 29); the publish returns once the
+stream acknowledged it (stored on its replicas' disks). Any replica replays the stream — at
+start, every sweep, at stop — into the database it shares: entry by entry in stream order,
+each deleted from the stream once the database took it. Two replicas replaying at once both
+write the same entries, which is harmless: settle is idempotent on (call_id, attempt), a stored
+reply on (key, call_id).
 
 A retention `limits` stream without an age limit: an entry leaves only once written (or by an
 operator's hand); `quiz_llm_gateway_settle_journal_pending` counts what is left.
@@ -25,20 +26,9 @@ from pydantic import ValidationError
 from quiz_contracts import subjects
 from quiz_contracts.llm_journal import JournalEntry
 from quiz_llm_gateway.journal import Apply, entry_key, entry_msg_id, transient
-from quiz_servicekit.jetstream import StreamSpec, publish
+from quiz_servicekit.jetstream import publish
 
 log = logging.getLogger(__name__)
-
-# A settle's hold and ledger row are a few hundred bytes; a stored reply is the model's output
-# (64k tokens at most): the bus's own maximum message size.
-JOURNAL_STREAM = StreamSpec(
-    subjects.LLM_JOURNAL_STREAM,
-    (subjects.llm_journal_filter(),),
-    retention="limits",
-    max_age_s=0,  # no age limit: a paid call's record never expires unwritten
-    max_msg_size=subjects.NATS_MAX_PAYLOAD,
-    description="llm-gateway: settles and paid replies its database has not taken yet",
-)
 
 
 class StreamJournal:
@@ -127,4 +117,4 @@ class StreamJournal:
         return landed
 
 
-__all__ = ["JOURNAL_STREAM", "StreamJournal"]
+__all__ = ["StreamJournal"]
