@@ -246,3 +246,98 @@ async def test_a_service_says_the_bus_is_not_provisioned_and_creates_nothing(
 
 class _Job(BaseModel):
     pass
+
+
+OWN_PURPOSE = {
+    "editor-assist": "generate",
+    "review": "review",
+    "poll": "poll",
+    "lesson-fix": "lesson_fix",
+}
+
+
+def _call(purpose: str, *, user: str | None = "teacher-1", billed_to: str | None = None) -> Any:
+    from quiz_contracts.llm import CompleteRequest
+
+    return CompleteRequest.model_validate(
+        {
+            "purpose": purpose,
+            "user": user,
+            "billed_to": billed_to,
+            "messages": [{"role": "user", "content": "Say hello."}],
+            "max_output_tokens": 50,
+        }
+    )
+
+
+async def test_the_gateway_knows_the_caller_from_the_bus_and_allows_its_purposes_only(
+    tmp_path: Path, anthropic_stub: Any
+) -> None:
+    """Item 5, against the real gateway on the locked bus. Each service calls for its own
+    purpose on its own subject: answered. For another service's purpose, or naming a payer its
+    purpose may not (only the poll bills its teacher): `forbidden`, no provider request. On
+    another service's subject: refused by nats-server, the gateway never sees it. Usage shows
+    the allowed calls' spend only."""
+    from quiz_contracts.errors import ContractError, ErrorCode
+    from quiz_contracts.llm import CompleteReply, UsageReply, UsageRequest
+    from quiz_servicekit.natsio import request
+    from quiz_testkit.anthropic_stub import StubReply
+    from quiz_testkit.processes import llm_gateway_process
+
+    anthropic_stub.default = StubReply.text("hello")
+    server = NatsServer(tmp_path / "nats").start()
+    try:
+        with llm_gateway_process(server.url, anthropic_stub.base_url, tmp_path / "gateway"):
+            allowed = 0
+            for caller, purpose in OWN_PURPOSE.items():
+                nc = await _as(server, caller)
+                subject = s.llm_complete_subject(caller)
+                reply = await request(nc, subject, _call(purpose), CompleteReply, timeout=20)
+                assert reply.output == "hello"
+                allowed += 1
+                for other in sorted(set(OWN_PURPOSE.values()) - {purpose}):
+                    with pytest.raises(ContractError) as e:
+                        await request(nc, subject, _call(other), CompleteReply, timeout=20)
+                    assert e.value.code == ErrorCode.forbidden, (caller, other)
+                if caller == "poll":
+                    # The poll's calls are no person's, billed to the teacher running it.
+                    paid = _call("poll", user=None, billed_to="teacher-7")
+                    await request(nc, subject, paid, CompleteReply, timeout=20)
+                    allowed += 1
+                else:
+                    with pytest.raises(ContractError) as e:
+                        await request(
+                            nc,
+                            subject,
+                            _call(purpose, billed_to="victim-9"),
+                            CompleteReply,
+                            timeout=20,
+                        )
+                    assert e.value.code == ErrorCode.forbidden
+                # Someone else's subject: the bus refuses the publish.
+                victim = "lesson-fix" if caller != "lesson-fix" else "review"
+                with pytest.raises(ContractError) as e:
+                    await request(
+                        nc,
+                        s.llm_complete_subject(victim),
+                        _call(OWN_PURPOSE[victim]),
+                        CompleteReply,
+                        timeout=1,
+                    )
+                assert e.value.code != ErrorCode.forbidden  # never reached the gateway
+                await nc.close()
+            assert len(anthropic_stub.requests) == allowed
+            ops = await nats_connect(server.url)
+
+            async def calls_billed_to(payer: str) -> int:
+                usage = await request(
+                    ops, s.LLM_USAGE, UsageRequest(billed_to=payer), UsageReply, timeout=10
+                )
+                return sum(line.calls for line in (usage.billed_to_spend or {}).values())
+
+            assert await calls_billed_to("teacher-7") == 1  # the poll's, which it may bill
+            assert await calls_billed_to("victim-9") == 0
+            await ops.close()
+        assert any("llm.v1.complete." in v for v in server.violations())
+    finally:
+        server.stop()

@@ -106,9 +106,10 @@ class CompleteRequest(WireModel):
 class Usage(WireModel):
     """Tokens and cost of a call, summed over its attempts."""
 
-    input_tokens: int
-    output_tokens: int
-    cost_usd: Usd
+    input_tokens: int = Field(ge=0)
+    output_tokens: int = Field(ge=0)
+    # Finite (pydantic refuses NaN and infinities for a Decimal) and never negative (issue 29).
+    cost_usd: Annotated[Usd, Field(ge=0)]
 
 
 class CompleteReply(WireModel):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import secrets
 
 from fastapi import FastAPI
 
@@ -57,7 +58,25 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         # Whether a model can be called at all, stated by /readyz (ready either way: without a
         # key the gateway still answers, with llm_not_configured). Never the key itself.
         rt.add_ready_detail("provider", provider_detail(settings))
-        journal = StreamJournal(rt.js, timeout_s=settings.journal_publish_timeout_s)
+        key = settings.journal_secret()
+        if key is None:
+            # Development without a key: this replica's entries replay on this replica only.
+            key = secrets.token_hex(32).encode()
+            log.warning(
+                "no LLM_GATEWAY_JOURNAL_KEY: journal entries signed with a key of this process "
+                "(another replica cannot replay them)"
+            )
+        configured = settings.journal_secret() is not None
+        rt.add_ready_detail(
+            "journal_key",
+            "configured" if configured else "ephemeral: LLM_GATEWAY_JOURNAL_KEY unset",
+        )
+        journal = StreamJournal(
+            rt.js,
+            timeout_s=settings.journal_publish_timeout_s,
+            key=key,
+            on_rejected=lambda reason: metrics.journal_rejected.labels(reason).inc(),
+        )
         gateway.set(Gateway(settings, Repository(rt.db), provider, metrics, journal_stream=journal))
         # Release expired holds and refresh the gauges: once now, then every sweep interval.
         rt.add_periodic("sweep", settings.sweep_interval_s, gateway().sweep, run_at_start=True)

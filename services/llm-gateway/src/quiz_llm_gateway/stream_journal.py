@@ -10,6 +10,12 @@ each deleted from the stream once the database took it. Two replicas replaying a
 write the same entries, which is harmless: settle is idempotent on (call_id, attempt), a stored
 reply on (key, call_id).
 
+Only the gateway's own entries are applied (issue 29 item 2): `append` signs each entry
+(HMAC-SHA256 under the journal key, `domain.journal_mac`), `replay` verifies it first; one that
+fails (no MAC, a wrong one, signed for another database, or an invalid one: a negative cost)
+is not applied, counted in `quiz_llm_gateway_journal_rejected_total{reason}`, logged at ERROR
+with its stream sequence, and deleted from the stream (it would be refused at every sweep).
+
 A retention `limits` stream without an age limit: an entry leaves only once written (or by an
 operator's hand); `quiz_llm_gateway_settle_journal_pending` counts what is left.
 """
@@ -18,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+from collections.abc import Callable
 
 from nats.js import JetStreamContext
 from nats.js.errors import NotFoundError
@@ -25,6 +32,7 @@ from pydantic import ValidationError
 
 from quiz_contracts import subjects
 from quiz_contracts.llm_journal import JournalEntry
+from quiz_llm_gateway.domain.journal_mac import check_key, sign, verify
 from quiz_llm_gateway.journal import Apply, entry_key, entry_msg_id, transient
 from quiz_servicekit.jetstream import publish
 
@@ -32,11 +40,23 @@ log = logging.getLogger(__name__)
 
 
 class StreamJournal:
-    """The JetStream journal of one gateway database (`database_id`, read from it once)."""
+    """The JetStream journal of one gateway database (`database_id`, read from it once).
 
-    def __init__(self, js: JetStreamContext, *, timeout_s: float) -> None:
+    `key`: the journal key (LLM_GATEWAY_JOURNAL_KEY, ≥ 32 bytes); `on_rejected(reason)` is
+    called for each entry replay refuses (`unsigned`, `bad_mac`, `invalid`)."""
+
+    def __init__(
+        self,
+        js: JetStreamContext,
+        *,
+        timeout_s: float,
+        key: bytes,
+        on_rejected: Callable[[str], None] = lambda _reason: None,
+    ) -> None:
         self.js = js
         self.timeout_s = timeout_s
+        self.key = check_key(key)
+        self.on_rejected = on_rejected
         self.database_id: str | None = None
         # The last count read from the stream (-1: never read); the gauge uses it while NATS
         # cannot be asked.
@@ -57,7 +77,7 @@ class StreamJournal:
         await publish(
             self.js,
             subject,
-            entry,
+            sign(self.key, subject, entry),
             msg_id=entry_msg_id(entry),
             stream=subjects.LLM_JOURNAL_STREAM,
             timeout_s=self.timeout_s,
@@ -97,8 +117,14 @@ class StreamJournal:
             seq = msg.seq + 1
             try:
                 entry = JournalEntry.model_validate_json(msg.data or b"")
-            except ValidationError:
-                log.error("journal stream: message %d unreadable; kept", msg.seq)
+            except ValidationError as e:
+                # Unreadable, or refused by the contract (a negative cost…): if it passed the
+                # MAC it would still not be applied. Not ours to keep replaying.
+                await self._reject(msg.seq, "invalid", f"{e.error_count()} validation error(s)")
+                continue
+            if not verify(self.key, subject, entry):
+                reason = "unsigned" if entry.mac is None else "bad_mac"
+                await self._reject(msg.seq, reason, f"entry {entry_key(entry)}")
                 continue
             try:
                 await apply(entry)
@@ -115,6 +141,18 @@ class StreamJournal:
             log.info("journal stream replay: %d entr(ies) written", landed)
         await self.count()
         return landed
+
+    async def _reject(self, seq: int, reason: str, detail: str) -> None:
+        """An entry the gateway did not write (or cannot apply): counted, logged, removed."""
+        log.error(
+            "journal stream: message %d refused (%s: %s), not applied; deleted",
+            seq,
+            reason,
+            detail,
+        )
+        self.on_rejected(reason)
+        with contextlib.suppress(NotFoundError):
+            await self.js.delete_msg(subjects.LLM_JOURNAL_STREAM, seq)
 
 
 __all__ = ["StreamJournal"]

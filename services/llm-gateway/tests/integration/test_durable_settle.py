@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import sqlite3
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -38,6 +39,9 @@ from quiz_testkit.tcp_proxy import TcpProxy
 
 from .conftest import NOON, HandClock, gateway_settings, leased
 from .test_gateway import request
+
+# The session's journal key (set by the test kit), which every gateway of the session signs with.
+JOURNAL_KEY = os.environ["LLM_GATEWAY_JOURNAL_KEY"].encode()
 
 
 class Outage:
@@ -324,7 +328,7 @@ async def test_a_reply_journaled_longer_than_its_claim_lives_is_not_paid_again(
             tmp_path / name,
             busy_ms=300,
             clock=clock,
-            stream=StreamJournal(js, timeout_s=3),
+            stream=StreamJournal(js, timeout_s=3, key=JOURNAL_KEY),
         )
         for name in ("a", "b")
     ]
@@ -404,7 +408,7 @@ async def test_with_jetstream_away_too_the_local_file_keeps_the_settle(
     (the last resort), the caller gets its reply; NATS back, the sweep moves it to the
     JetStream journal (durable beyond this disk); the database back, it is written."""
     lost = await nats_connect(nats_url)
-    stream = StreamJournal(lost.jetstream(), timeout_s=1)
+    stream = StreamJournal(lost.jetstream(), timeout_s=1, key=JOURNAL_KEY)
     url = await outage.gateway_url()
     journal = tmp_path / "journal"
     gateway, db, provider = build_gateway(url, anthropic_stub, journal, busy_ms=300, stream=stream)
