@@ -58,6 +58,19 @@ SERVICES = [
 ]
 
 
+def dev_journal_key(directory: Path) -> Path:
+    """`<directory>/journal.key` (0600, 64 hex digits), created when missing."""
+    import secrets
+
+    path = directory / "journal.key"
+    if not path.exists():
+        directory.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as f:
+            f.write(secrets.token_hex(32) + "\n")
+    return path
+
+
 def port_free(port: int) -> bool:
     """Nobody listens on the port (a server using SO_REUSEADDR would not block a bind)."""
     try:
@@ -355,6 +368,10 @@ def main() -> int:
     )
     if credentials:
         env["NATS_CREDENTIALS_DIR"] = str(DATA / "nats-credentials")
+    # The gateway's journal key (issue 29: only its own journal entries are replayed), made
+    # once under .data like the dev JWT key; a key in the environment wins.
+    if not env.get("LLM_GATEWAY_JOURNAL_KEY"):
+        env["LLM_GATEWAY_JOURNAL_KEY_FILE"] = str(dev_journal_key(DATA / "dev-keys"))
     # The runner's state under .data too (root or not), so `make clean` takes it away.
     env.setdefault("RUNNER_STATE_DIR", str(DATA / "runner"))
     # DEMO=1 (`make run DEMO=1`): canned replies instead of a model; a key set wins.
