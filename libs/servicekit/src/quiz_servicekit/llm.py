@@ -5,8 +5,9 @@ Every service that calls a model goes through it, so each sees the gateway the s
   the deadline and must have time to say why), and lets through only the codes a caller may
   show a person (ADR-059 §5, ADR-060, ADR-071): `llm_not_configured`, `llm_budget_exhausted`,
   `rate_limited`, `llm_failed`. Anything else (no gateway, a timeout, a reply we cannot read,
-  a request the gateway refused) is `llm_failed`: our fault upstream, not the person's. One
-  exception: a request too large for the bus is the person's input, `payload_too_large` (413).
+  a request the gateway refused) is `llm_failed`: our fault upstream, not the person's. Two
+  exceptions, the person's own doing: a request too large for the bus, `payload_too_large`
+  (413), and an Idempotency-Key sent again with another body, `idempotency_key_reused` (422).
 - `complete` stamps the call's absolute deadline (`deadline_at`, from `deadline_s`): a gateway
   that gets the message after it (paused, backlogged) makes no provider request for it.
 - `complete` never turns a lost reply into a second payment: a call that carries a
@@ -53,6 +54,9 @@ CALLER_CODES = frozenset(
         ErrorCode.llm_budget_exhausted,
         ErrorCode.rate_limited,
         ErrorCode.llm_failed,
+        # A request id (an Idempotency-Key's) sent again with another request: the caller's
+        # mistake, 422 (issue 29 item 10).
+        ErrorCode.idempotency_key_reused,
     }
 )
 # The gateway's own deadline for a call that names none (its LLM_GATEWAY_DEFAULT_DEADLINE_S).
@@ -177,7 +181,8 @@ class LlmClient:
                     continue
                 why = f"{self.subject} did not answer within {answer_by - started:g} s"
                 if repeats:
-                    why += f", nor {repeats} repeat(s) of request_id {call.request_id!r}"
+                    # Never the request id itself: it is internal (issue 29 item 10).
+                    why += f", nor {repeats} repeat(s) of the call"
                 raise self._not_answered(why) from e
             except _ConnectionLost as e:
                 if self._may_repeat(call, repeats):

@@ -149,7 +149,7 @@ class Gateway:
 
         Keyed by purpose, payer and request_id (two services choosing the same id never share
         a reply) and checked against the request's digest: the same id with another request
-        is `invalid_request`. On this replica a repeat joins the call in hand; across
+        is `idempotency_key_reused`. On this replica a repeat joins the call in hand; across
         replicas the database's `idempotency_keys` row decides who calls and keeps the reply.
         """
         try:
