@@ -61,8 +61,9 @@ class RequestIds:
         """None once `call_id` owns the key (it calls); the reply kept for it, when kept.
 
         Waits (at most `deadline_s`) while another replica answers it. Raises
-        `idempotency_key_reused` for the id used with another digest, `unavailable` (retry_after_s 1) once the wait is
-        over; raises what the database raised (an outage is the caller's `unavailable`).
+        `idempotency_key_reused` for the id used with another digest, `unavailable`
+        (retry_after_s 1) once the wait is over; raises what the database raised (an outage is
+        the caller's `unavailable`).
         """
         waited_until = self.monotonic() + deadline_s
         while True:
