@@ -850,10 +850,14 @@ class JetStreamKit:
         self.consumers.append(spec)
 
     async def start(self, nc: NATS, *, replicas: int = 1) -> None:
-        """Declare streams, the dead-letter streams and consumers; start one worker per consumer.
+        """Check the streams used, declare the `add_stream` ones, update each consumer to its
+        spec; start one worker per consumer.
 
-        `replicas`: NATS_STREAM_REPLICAS, for every stream whose spec names none and for the
-        dead-letter streams (see `ensure_stream`).
+        BusNotProvisioned (logged) when a stream used — `use_stream`, a consumer's, the
+        dead-letter streams when there are consumers — does not exist: provisioning
+        (`quiz_servicekit.provision`) has not run; nothing is created then. `replicas`:
+        NATS_STREAM_REPLICAS, for the `add_stream` specs that name none (see `ensure_stream`)
+        and the replica gauges' configured count.
         """
         js = self._js = nc.jetstream()
         declared: list[StreamSpec | api.StreamConfig] = list(self.streams)
