@@ -547,9 +547,7 @@ class DirectLoad:
     async def _send(self, req: CompleteRequest) -> CompleteReply:
         """One send; ConnectionLost when our connection drops or reconnects before the reply."""
         reconnects = self.nc.stats["reconnects"]
-        sent = asyncio.ensure_future(
-            request(self.nc, self.subject, req, CompleteReply, timeout=25)
-        )
+        sent = asyncio.ensure_future(request(self.nc, self.subject, req, CompleteReply, timeout=25))
         try:
             while True:
                 done, _ = await asyncio.wait({sent}, timeout=0.1)
