@@ -341,3 +341,22 @@ async def test_the_gateway_knows_the_caller_from_the_bus_and_allows_its_purposes
         assert any("llm.v1.complete." in v for v in server.violations())
     finally:
         server.stop()
+
+
+def test_no_service_user_is_granted_a_jetstream_call_that_reshapes_the_bus() -> None:
+    """Item 1, the table itself: no allow-list but ops' reaches stream create, update, delete
+    or purge, consumer delete, or a consumer name the topology does not give that user."""
+    forbidden = [
+        f"$JS.API.STREAM.{verb}.{stream}"
+        for verb in ("CREATE", "UPDATE", "DELETE", "PURGE")
+        for stream in (*STREAMS, "KV_evil", "EVIL")
+    ] + [f"$JS.API.CONSUMER.DELETE.{c.stream}.{c.name}" for c in topology.CONSUMERS]
+    for user in ATTACKERS:
+        allowed = bus.permissions(bus.user(user))["publish"].get("allow", [])  # type: ignore[attr-defined]
+        for subject in forbidden:
+            assert not any(bus.subjects_overlap(a, subject) for a in allowed), (user, subject)
+        own = {(c.stream, c.name) for c in topology.consumers_of(user)}
+        for c in topology.CONSUMERS:
+            create = f"$JS.API.CONSUMER.CREATE.{c.stream}.{c.name}"
+            granted = any(bus.subjects_overlap(a, create) for a in allowed)
+            assert granted == ((c.stream, c.name) in own), (user, c.name)
