@@ -5,7 +5,7 @@ SHELL := /bin/bash
 export PATH := $(CURDIR)/.data/tools/bin:$(PATH)
 UV := uv
 
-.PHONY: run test lint typecheck unit bench token url docs ts ts-check env clean images compose-env test-deploy pages poll-demo
+.PHONY: run provision test lint typecheck unit bench token url docs ts ts-check env clean images compose-env test-deploy pages poll-demo
 
 env: .venv/.synced
 
@@ -23,6 +23,12 @@ env: .venv/.synced
 # the documented examples, labelled as such (README, "Demo mode").
 run: env
 	$(UV) run --no-sync python scripts/devrun.py
+
+# The bus's streams, durable consumers and KV buckets (quiz_contracts.topology), created or
+# updated as the `ops` user (issue 29: no service may): `make run` does it first; against another
+# bus, NATS_URL (with the ops credentials, or NATS_USER/NATS_PASSWORD) and NATS_STREAM_REPLICAS.
+provision: env
+	$(UV) run --no-sync python -m quiz_servicekit.provision --nats-url "$${NATS_URL:-$$(python3 scripts/runinfo.py nats --as ops)}"
 
 test: env lint typecheck
 	@scripts/ensure-test-tools.sh

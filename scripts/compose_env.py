@@ -14,6 +14,7 @@ Prints the env file's path.
 from __future__ import annotations
 
 import os
+import secrets
 import sys
 from pathlib import Path
 
@@ -34,6 +35,13 @@ def main() -> int:
     env_file = data / "compose.env"
     lines = [f"{password_env(user)}={pw}" for user, pw in passwords.items()]
     lines += [f"JWT_ISSUER={DEV_ISSUER}", f"JWT_AUDIENCE={DEV_AUDIENCE}"]
+    # The gateway's journal key (issue 29), kept beside the passwords and reused.
+    key_file = data / "compose-journal.key"
+    if not key_file.exists():
+        fd = os.open(key_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as f:
+            f.write(secrets.token_hex(32))
+    lines.append(f"QUIZ_JOURNAL_KEY={key_file.read_text().strip()}")
     fd = os.open(env_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w") as f:
         f.write("# docker-compose --env-file (scripts/compose_env.py): NATS passwords, iss/aud\n")

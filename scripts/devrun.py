@@ -59,6 +59,19 @@ SERVICES = [
 ]
 
 
+def dev_journal_key(directory: Path) -> Path:
+    """`<directory>/journal.key` (0600, 64 hex digits), created when missing."""
+    import secrets
+
+    path = directory / "journal.key"
+    if not path.exists():
+        directory.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as f:
+            f.write(secrets.token_hex(32) + "\n")
+    return path
+
+
 def port_free(port: int) -> bool:
     """Nobody listens on the port (a server using SO_REUSEADDR would not block a bind)."""
     try:
@@ -351,6 +364,35 @@ def main() -> int:
         argv += ["-js", "-sd", str(kept / "nats")]
         procs.append(("nats", start("nats", argv, dict(os.environ), COLOURS[6])))
         time.sleep(0.3)
+    # The bus provisioned as operations do, before any service starts (issue 29: no service
+    # creates a stream, consumer or bucket): `make provision`, as the ops user.
+    provisioned = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "quiz_servicekit.provision",
+            "--nats-url",
+            nats_url,
+            "--wait-s",
+            "20",
+        ],
+        capture_output=True,
+        text=True,
+    )
+    if provisioned.returncode == 0:
+        print("bus provisioned (make provision): streams, consumers, KV buckets", flush=True)
+    elif credentials:
+        print(f"make run: provisioning the bus failed:\n{provisioned.stderr}", file=sys.stderr)
+        stop_all(procs)
+        return 1
+    else:
+        # NATS_URL given: its operators may provision it themselves; a service that finds
+        # something missing says what at start.
+        print(
+            f"make run: could not provision {runinfo.without_credentials(nats_url)} "
+            f"(NATS_URL without the ops user?):\n{provisioned.stderr}",
+            file=sys.stderr,
+        )
     env = dict(os.environ)
     env.update(
         {
@@ -366,6 +408,10 @@ def main() -> int:
     env.setdefault("JWT_AUDIENCE", DEV_AUDIENCE)
     if credentials:
         env["NATS_CREDENTIALS_DIR"] = str(DATA / "nats-credentials")
+    # The gateway's journal key (issue 29: only its own journal entries are replayed), made
+    # once under .data like the dev JWT key; a key in the environment wins.
+    if not env.get("LLM_GATEWAY_JOURNAL_KEY"):
+        env["LLM_GATEWAY_JOURNAL_KEY_FILE"] = str(dev_journal_key(DATA / "dev-keys"))
     # The runner's state under .data too (root or not), so `make clean` takes it away.
     env.setdefault("RUNNER_STATE_DIR", str(kept / "runner"))
     demo_line = start_demo_stub(env, procs) if demo else ""

@@ -100,6 +100,10 @@ def dev_overlay_files() -> dict[Path, str]:
         DEV_OVERLAY / "nats" / "users.env": head
         + "".join(f"{bus.password_env(u.name)}={dev_password(u.name)}\n" for u in bus.USERS),
     }
+    # The provisioning Job's (deploy/k8s/base/platform/provision.yaml): the operators' user.
+    files[DEV_OVERLAY / "secrets" / "bus-provision.env"] = (
+        head + f"NATS_USER=ops\nNATS_PASSWORD={dev_password('ops')}\n"
+    )
     for u in bus.USERS:
         if not u.service:
             continue
@@ -110,6 +114,8 @@ def dev_overlay_files() -> dict[Path, str]:
         if u.name == "llm-gateway":
             # Empty: the gateway answers llm_not_configured; a key goes in a local patch.
             lines.append("ANTHROPIC_API_KEY=")
+            # The journal's HMAC key (issue 29): public here, a dev cluster's only.
+            lines.append("LLM_GATEWAY_JOURNAL_KEY=dev-only-journal-key-0123456789abcdef")
         if u.name == "lesson-fix":
             # No siteverify secret: the dev overlay turns verification off (and says so).
             lines.append("LESSON_FIX_VERIFY_SECRET=")

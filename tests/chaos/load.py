@@ -498,10 +498,12 @@ class ConnectionLost(Exception):
 
 
 class DirectLoad:
-    """`llm.v1.complete` as a caller that retries a retryable error with the same request id."""
+    """`llm.v1.complete.<caller>` as a caller that retries a retryable error with the same
+    request id (the caller's own subject: the locked bus lets it publish no other, issue 29)."""
 
-    def __init__(self, nc: NATS, give_up_s: float = 120.0) -> None:
+    def __init__(self, nc: NATS, give_up_s: float = 120.0, caller: str = "editor-assist") -> None:
         self.nc = nc
+        self.subject = subjects.llm_complete_subject(caller)
         self.give_up_s = give_up_s
         self.calls: dict[int, DirectCall] = {}
         self._numbers = itertools.count()
@@ -545,9 +547,7 @@ class DirectLoad:
     async def _send(self, req: CompleteRequest) -> CompleteReply:
         """One send; ConnectionLost when our connection drops or reconnects before the reply."""
         reconnects = self.nc.stats["reconnects"]
-        sent = asyncio.ensure_future(
-            request(self.nc, subjects.LLM_COMPLETE, req, CompleteReply, timeout=25)
-        )
+        sent = asyncio.ensure_future(request(self.nc, self.subject, req, CompleteReply, timeout=25))
         try:
             while True:
                 done, _ = await asyncio.wait({sent}, timeout=0.1)

@@ -107,8 +107,23 @@ def test_compose_waits_for_healthy_dependencies() -> None:
     compose = yaml.safe_load(COMPOSE_FILE.read_text())["services"]
     for name, svc in compose.items():
         for dep, spec in (svc.get("depends_on") or {}).items():
+            if dep == "provision":
+                # The one-shot provisioning (issue 29): waited for until it exits 0.
+                assert spec["condition"] == "service_completed_successfully", name
+                continue
             assert spec["condition"] == "service_healthy", (name, dep)
             assert "healthcheck" in compose[dep], f"{name} waits for {dep}, which has none"
+
+
+def test_compose_provisions_the_bus_as_ops_before_every_service() -> None:
+    """Issue 29 item 1: a one-shot service provisions the bus as `ops`; every service waits."""
+    compose = yaml.safe_load(COMPOSE_FILE.read_text())["services"]
+    job = compose["provision"]
+    assert job["command"] == ["python", "-m", "quiz_servicekit.provision"]
+    assert job["environment"]["NATS_USER"] == "ops"
+    assert job["restart"] == "no"
+    for name in workspace_services():
+        assert "provision" in compose[name]["depends_on"], name
 
 
 def test_compose_services_reach_nats_and_their_database() -> None:

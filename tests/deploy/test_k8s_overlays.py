@@ -132,7 +132,15 @@ def test_migrations_run_as_jobs_before_the_deployments(
 ) -> None:
     docs = k8s_render(overlay)
     jobs = {d["metadata"]["name"]: d for d in of_kind(docs, "Job")}
-    assert set(jobs) == {f"{s}-migrate" for s in STATEFUL}
+    assert set(jobs) == {f"{s}-migrate" for s in STATEFUL} | {"bus-provision"}
+    # Issue 29 item 1: the bus provisioned as ops, with the migrations (before the services).
+    provision = jobs["bus-provision"]
+    assert provision["metadata"]["labels"]["app.kubernetes.io/component"] == "migration"
+    container = provision["spec"]["template"]["spec"]["containers"][0]
+    assert container["command"] == ["python", "-m", "quiz_servicekit.provision"]
+    refs = [(n, k) for kind, n, k in _refs(container) if kind == "Secret"]
+    # (the dev overlay's generated Secret has a hash suffix)
+    assert any(n.startswith("bus-provision-secrets") and k == "NATS_USER" for n, k in refs)
     for service in STATEFUL:
         job = jobs[f"{service}-migrate"]
         container = job["spec"]["template"]["spec"]["containers"][0]

@@ -45,7 +45,9 @@ def test_every_rendered_configuration_is_current() -> None:
 
 
 def test_the_table_grants_what_the_issue_says() -> None:
-    llm_callers = {u.name for u in bus.USERS if s.LLM_COMPLETE in u.publish and u.name != "ops"}
+    llm_callers = {
+        u.name for u in bus.USERS if s.llm_complete_subject(u.name) in u.publish and u.name != "ops"
+    }
     assert llm_callers == {"editor-assist", "review", "poll", "lesson-fix"}
     runner_callers = {u.name for u in bus.USERS if s.RUNNER_RUN in u.publish}
     assert runner_callers == {"editor-assist"}
@@ -102,20 +104,20 @@ async def test_refusals_on_the_locked_bus(tmp_path: Path) -> None:
             seen.append(msg.data)
             await msg.respond(b"{}")
 
-        await gateway.subscribe(s.LLM_COMPLETE, "llm-gateway", cb=answer)
+        await gateway.subscribe(s.LLM_COMPLETE_BY_CALLER, "llm-gateway", cb=answer)
         await gateway.flush()
         payload = b"{}"  # the subject is what is refused, not the body
 
         # A caller with the right gets through.
         caller, _ = await _connect(server.url_for("editor-assist"))
-        reply = await caller.request(s.LLM_COMPLETE, payload, timeout=2)
+        reply = await caller.request(s.llm_complete_subject("editor-assist"), payload, timeout=2)
         assert reply.data == b"{}" and len(seen) == 1
 
         # The runner, the platform's publishers and monitoring may not request the gateway.
         for name in ("runner", "platform", "monitor"):
             client, errors = await _connect(server.url_for(name))
             with pytest.raises((NatsTimeoutError, NoRespondersError)):
-                await client.request(s.LLM_COMPLETE, payload, timeout=0.5)
+                await client.request(s.llm_complete_subject(name), payload, timeout=0.5)
             assert await _eventually(lambda e=errors: _refused(e) >= 1), (name, errors)
             await client.close()
         assert len(seen) == 1, "a refused request reached the gateway"
@@ -205,7 +207,7 @@ async def test_a_service_connects_as_itself_even_on_the_operators_url(tmp_path: 
         errors: list[Exception] = []
         nc = await connect_nats(settings.nats_url, "runner", **nats_auth(settings, "runner"))
         nc._error_cb = _collect(errors)  # see the errors it gets
-        await nc.publish(s.LLM_COMPLETE, b"{}")
+        await nc.publish(s.llm_complete_subject("runner"), b"{}")
         await nc.flush()
         assert await _eventually(lambda: _refused(errors) >= 1), errors
         await nc.close()
@@ -352,8 +354,7 @@ async def test_a_question_version_published_as_platform_reaches_review_and_no_on
     try:
         review, _ = await _as(server, "review")
         js = review.jetstream()
-        # Review declares the question store's stream where the platform has not (dev, tests).
-        await js.add_stream(name=s.QUESTIONS_STREAM, subjects=["questions.v1.>"])
+        # The question store's stream and review's consumers: provisioned (NatsServer.start).
 
         spies: dict[str, list[bytes]] = {}
         spy_conns = []
@@ -380,7 +381,11 @@ async def test_a_question_version_published_as_platform_reaches_review_and_no_on
         )
         assert ack.stream == s.QUESTIONS_STREAM
 
-        sub = await js.pull_subscribe(s.QUESTION_VERSION_PUBLISHED, durable="review-test")
+        sub = await js.pull_subscribe(
+            s.QUESTION_VERSION_PUBLISHED,
+            durable="review-version-published",
+            stream=s.QUESTIONS_STREAM,
+        )
         (msg,) = await sub.fetch(1, timeout=5)
         assert secret in msg.data and msg.reply.startswith("$JS.ACK.QUESTIONS.")
         await msg.ack()
@@ -432,14 +437,15 @@ async def test_the_platform_reads_review_completed_and_the_poll_frames(tmp_path:
         server.stop()
 
 
-# (caller, responder, subject): each service the catalog names and a user the table lets call it.
+# (caller, responder, subject served, subject published): each service the catalog names and a
+# user the table lets call it (a model call on the caller's own subject, issue 29).
 CALLS = (
     *(
-        (caller, "llm-gateway", s.LLM_COMPLETE)
+        (caller, "llm-gateway", s.LLM_COMPLETE_BY_CALLER, s.llm_complete_subject(caller))
         for caller in ("editor-assist", "review", "poll", "lesson-fix")
     ),
-    ("editor-assist", "runner", s.RUNNER_RUN),
-    ("platform", "poll", s.POLL_OPEN),
+    ("editor-assist", "runner", s.RUNNER_RUN, s.RUNNER_RUN),
+    ("platform", "poll", s.POLL_OPEN, s.POLL_OPEN),
 )
 
 
@@ -451,8 +457,8 @@ async def test_a_reply_published_after_a_nats_restart_reaches_its_caller(tmp_pat
     server = NatsServer(tmp_path / "nats").start()
     try:
         held: dict[tuple[str, str], Msg] = {}
-        responders = {r: await _as(server, r) for _, r, _ in CALLS}
-        for responder, subject in sorted({(r, subject) for _, r, subject in CALLS}):
+        responders = {r: await _as(server, r) for _, r, _, _ in CALLS}
+        for responder, subject in sorted({(r, subject) for _, r, subject, _ in CALLS}):
 
             async def hold(msg: Msg, responder: str = responder) -> None:
                 held[(msg.data.decode(), responder)] = msg
@@ -460,10 +466,10 @@ async def test_a_reply_published_after_a_nats_restart_reaches_its_caller(tmp_pat
             await responders[responder][0].subscribe(subject, queue=responder, cb=hold)
         for nc, _ in responders.values():
             await nc.flush()
-        callers = {c: await _as(server, c) for c, _, _ in CALLS}
+        callers = {c: await _as(server, c) for c, _, _, _ in CALLS}
         calls = {
             (c, r): asyncio.create_task(callers[c][0].request(subject, c.encode(), timeout=30))
-            for c, r, subject in CALLS
+            for c, r, _, subject in CALLS
         }
         assert await _eventually(lambda: len(held) == len(CALLS)), held.keys()
 
@@ -510,7 +516,13 @@ async def test_the_real_gateway_answers_a_paid_call_across_a_nats_restart(
             caller, _ = await _as(server, "editor-assist")
             anthropic_stub.script(StubReply.slow(5, StubReply.tool({"choices": ["4"]})))
             call = asyncio.create_task(
-                request(caller, s.LLM_COMPLETE, _complete_request(), CompleteReply, timeout=20)
+                request(
+                    caller,
+                    s.llm_complete_subject("editor-assist"),
+                    _complete_request(),
+                    CompleteReply,
+                    timeout=20,
+                )
             )
             assert await _eventually(lambda: len(anthropic_stub.requests) == 1, 10)
             # The provider answers 5 s after the call arrived: both sides have reconnected

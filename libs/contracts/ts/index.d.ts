@@ -56,7 +56,9 @@ export type ErrorCode =
   | "lesson_too_large"
   | "verification_failed"
   | "verification_unavailable"
-  | "payload_too_large";
+  | "payload_too_large"
+  | "forbidden"
+  | "idempotency_key_reused";
 /**
  * Why a call is made; selects the model (PURPOSE_MODELS) and the per-person limit.
  *
@@ -1954,6 +1956,10 @@ export interface JournalEntry {
   held: JournalHold | null;
   row: JournalLedgerRow | null;
   reply: JournalReply | null;
+  /**
+   * HMAC-SHA256 (hex) of the entry's subject and JSON without mac, under the gateway's journal key (issue 29). Set on the stream; an entry without a valid one is never applied.
+   */
+  mac: string | null;
 }
 /**
  * The reservation a settle releases.
@@ -3217,6 +3223,7 @@ export declare const subjects: {
   readonly LESSON_FIX_PREFIX: "lesson.v1";
   readonly LLM_AVAILABILITY: "llm.v1.availability";
   readonly LLM_COMPLETE: "llm.v1.complete";
+  readonly LLM_COMPLETE_BY_CALLER: "llm.v1.complete.*";
   readonly LLM_JOURNAL_FILTER: "llm.v1.journal.*";
   readonly LLM_JOURNAL_STREAM: "LLM_JOURNAL";
   readonly LLM_PREFIX: "llm.v1";
@@ -3243,6 +3250,8 @@ export declare const subjects: {
   readonly RUNNER_RUN: "runner.v1.run";
 };
 export type Subjects = typeof subjects;
+/** quiz_contracts.subjects: one subject token in place of `${string}`. */
+export type LlmCompleteSubject = `llm.v1.complete.${string}`;
 /** quiz_contracts.subjects: one subject token in place of `${string}`. */
 export type LlmJournalSubject = `llm.v1.journal.${string}`;
 /** quiz_contracts.subjects: one subject token in place of `${string}`. */

@@ -6,6 +6,7 @@ export const subjects = Object.freeze({
   LESSON_FIX_PREFIX: "lesson.v1",
   LLM_AVAILABILITY: "llm.v1.availability",
   LLM_COMPLETE: "llm.v1.complete",
+  LLM_COMPLETE_BY_CALLER: "llm.v1.complete.*",
   LLM_JOURNAL_FILTER: "llm.v1.journal.*",
   LLM_JOURNAL_STREAM: "LLM_JOURNAL",
   LLM_PREFIX: "llm.v1",

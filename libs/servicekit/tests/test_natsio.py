@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from quiz_contracts import subjects as s
-from quiz_servicekit.lease import KvLease, lease_bucket
+from quiz_servicekit.lease import KvLease, open_lease_bucket
 from quiz_servicekit.natsio import connect_nats, inbox_prefix_for
 from quiz_testkit.nats_server import NatsServer
 
@@ -47,15 +47,17 @@ async def test_a_service_connection_uses_its_prefix_for_jetstream_and_kv(tmp_pat
         assert nc.new_inbox().startswith("_INBOX_review.")
         js = nc.jetstream()
         await js.account_info()
-        await js.add_stream(name=s.REVIEW_REQUESTS_STREAM, subjects=[s.REVIEW_REQUESTS])
+        # The stream, its consumer and the lease bucket: provisioned (NatsServer.start).
         ack = await js.publish(s.REVIEW_REQUESTS, b"{}")
         assert ack.stream == s.REVIEW_REQUESTS_STREAM
-        sub = await js.pull_subscribe(s.REVIEW_REQUESTS, durable="review-requests")
+        sub = await js.pull_subscribe(
+            s.REVIEW_REQUESTS, durable="review-requests", stream=s.REVIEW_REQUESTS_STREAM
+        )
         (msg,) = await sub.fetch(1, timeout=5)
         await msg.ack_sync()
 
-        kv = await lease_bucket(js, "review_leases", ttl_s=5)
-        lease = KvLease(kv, "night", holder="review-test", ttl_s=5)
+        kv, ttl_s = await open_lease_bucket(js, "review_leases", ttl_s=30)
+        lease = KvLease(kv, "night", holder="review-test", ttl_s=ttl_s)
         assert await lease.try_acquire()
         await lease.renew()
         assert await lease.current_holder() == "review-test"

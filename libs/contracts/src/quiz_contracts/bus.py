@@ -20,10 +20,17 @@ Rules (docs/operations.md, "The locked bus"):
   reconnected (a NATS restart mid-call) still goes out (issue 20). No user has
   `allow_responses`;
 - only the platform and editor-assist may request the review's lint (`review.v1.lint`);
-- only editor-assist, review, poll and lesson-fix may request the gateway (`llm.v1.complete`,
-  `…availability`, `…usage`); only editor-assist may request the runner (`runner.v1.run`);
-- the JetStream API is open to a service for its own streams (and the KV buckets, which are
-  streams `KV_<bucket>`) only, never the whole account;
+- only editor-assist, review, poll and lesson-fix may request the gateway, each a model call on
+  its own subject `llm.v1.complete.<user>` only (the gateway learns the caller from it, issue
+  29 item 5), and `…availability`, `…usage`; only editor-assist may request the runner
+  (`runner.v1.run`);
+- no service reshapes JetStream (issue 29 item 1): the streams, durable consumers and KV buckets
+  of `quiz_contracts.topology` are provisioned by `ops` (`quiz_servicekit.provision`). A
+  service may read the streams it uses (stream info, message get), run its own named consumers
+  (info, next, ack; create on its own names, which the server applies as an update of the pull
+  consumer provisioning made, never turning it into a push consumer) and write its KV buckets'
+  keys — never create, update, delete or purge a stream, nor touch another's consumer. The
+  gateway alone may delete a message of its journal (a replayed entry);
 - outside publishers (the platform's other services) may publish `review.v1.requests` and the
   question store's `questions.v1.>` events, request the poll's edge (`poll.v1.open|close|
   join`) and the review's lint (`review.v1.lint`), and read what is published for them:
@@ -45,31 +52,36 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from quiz_contracts import subjects as s
+from quiz_contracts import topology
 from quiz_contracts.catalog import OPERATIONS
 
 # The account every platform user lives in (JetStream enabled there).
 ACCOUNT = "QUIZ"
 
-# The dead-letter streams of quiz_servicekit.dead_letters (names repeated here: contracts do
-# not import the kit); every service that runs JetStream consumers writes to them.
-DEAD_LETTER_STREAMS = ("DLQ", "DLQ_ADVISORIES")
-DEAD_LETTER_SUBJECTS = ("dlq.>",)
+# The dead letters every service that runs JetStream consumers writes (quiz_contracts.topology).
+DEAD_LETTER_SUBJECTS = (f"{topology.DEAD_LETTER_PREFIX}.>",)
 
-LLM_REQUESTS = (s.LLM_COMPLETE, s.LLM_AVAILABILITY, s.LLM_USAGE)
+LLM_QUERIES = (s.LLM_AVAILABILITY, s.LLM_USAGE)
+
+
+def llm_requests(caller: str) -> tuple[str, ...]:
+    """What a caller of the gateway may publish: its own complete subject and the queries."""
+    return (s.llm_complete_subject(caller), *LLM_QUERIES)
+
+
 # poll's request/reply edge for the platform (poll.v1.open|close|join).
 POLL_EDGE = tuple(f"{s.POLL_PREFIX}.{verb}" for verb in ("open", "close", "join"))
 
 
 @dataclass(frozen=True)
 class BusUser:
-    """One NATS user: subjects it may publish and subscribe to, JetStream streams and KV
-    buckets it owns (or consumes). What it may answer is the catalog's (`answers`)."""
+    """One NATS user: subjects it may publish and subscribe to. What it may answer is the
+    catalog's (`answers`); its JetStream rights derive from quiz_contracts.topology
+    (`jetstream_rights`)."""
 
     name: str
     publish: tuple[str, ...] = ()
     subscribe: tuple[str, ...] = ()
-    streams: tuple[str, ...] = ()
-    buckets: tuple[str, ...] = ()
     # Receives replies to its own requests (and JetStream API replies, pull-consumer
     # deliveries, publish acks) on its own prefix `_INBOX_<name>.>`.
     inbox: bool = True
@@ -77,21 +89,50 @@ class BusUser:
     service: bool = True
 
 
-def stream_api(stream: str) -> tuple[str, ...]:
-    """The JetStream API subjects (and ack/flow-control replies) of one stream and its
-    consumers: create/update/info/purge, consumers on it, fetch, direct and message get."""
+def stream_read_api(stream: str) -> tuple[str, ...]:
+    """Reading one stream: its info (with subject counts) and message get, direct or not.
+    Never `$JS.API.STREAM.CREATE|UPDATE|DELETE|PURGE` (issue 29 item 1)."""
     return (
-        f"$JS.API.STREAM.*.{stream}",
-        f"$JS.API.STREAM.MSG.*.{stream}",
+        f"$JS.API.STREAM.INFO.{stream}",
+        f"$JS.API.STREAM.MSG.GET.{stream}",
         f"$JS.API.DIRECT.GET.{stream}",
         f"$JS.API.DIRECT.GET.{stream}.>",
-        f"$JS.API.CONSUMER.*.{stream}",
-        f"$JS.API.CONSUMER.*.{stream}.>",
-        f"$JS.API.CONSUMER.DURABLE.CREATE.{stream}.>",
-        f"$JS.API.CONSUMER.MSG.NEXT.{stream}.>",
-        f"$JS.ACK.{stream}.>",
-        f"$JS.FC.{stream}.>",
     )
+
+
+def consumer_api(stream: str, name: str) -> tuple[str, ...]:
+    """Running one named durable pull consumer: info, create (applied as an update of the
+    provisioned pull consumer: the server refuses to make it a push consumer), fetch, acks.
+    Never `$JS.API.CONSUMER.DELETE` nor a consumer of another name."""
+    return (
+        f"$JS.API.CONSUMER.INFO.{stream}.{name}",
+        f"$JS.API.CONSUMER.CREATE.{stream}.{name}",
+        f"$JS.API.CONSUMER.CREATE.{stream}.{name}.>",
+        f"$JS.API.CONSUMER.DURABLE.CREATE.{stream}.{name}",
+        f"$JS.API.CONSUMER.MSG.NEXT.{stream}.{name}",
+        f"$JS.ACK.{stream}.{name}.>",
+    )
+
+
+def jetstream_rights(name: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(publish, subscribe) JetStream rights of user `name`, from quiz_contracts.topology."""
+    publish: list[str] = []
+    subscribe: list[str] = []
+    for stream in topology.streams_read_by(name):
+        publish += stream_read_api(stream)
+    for c in topology.consumers_of(name):
+        publish += consumer_api(c.stream, c.name)
+    for b in topology.buckets_of(name):
+        # Keys are written by publishing to `$KV.<bucket>.<key>` (create, update with revision,
+        # delete); read by message get on the bucket's stream.
+        publish += [*stream_read_api(b.stream), f"$KV.{b.name}.>"]
+        subscribe.append(f"$KV.{b.name}.>")
+    if name == "llm-gateway":
+        # A replayed journal entry leaves its stream (quiz_llm_gateway.stream_journal).
+        publish.append(f"$JS.API.STREAM.MSG.DELETE.{s.LLM_JOURNAL_STREAM}")
+    if publish:
+        publish[:0] = JS_ACCOUNT_READ
+    return tuple(publish), tuple(subscribe)
 
 
 # Account-level read-only JetStream calls every JetStream user makes (account info; stream
@@ -99,50 +140,38 @@ def stream_api(stream: str) -> tuple[str, ...]:
 JS_ACCOUNT_READ = ("$JS.API.INFO", "$JS.API.STREAM.NAMES")
 
 USERS: tuple[BusUser, ...] = (
-    # Answers its three subjects; its settle journal is the stream LLM_JOURNAL (issue 20).
+    # Answers its subjects; its settle journal is the stream LLM_JOURNAL (issue 20), which it
+    # alone may write (issue 29 item 2).
     BusUser(
         "llm-gateway",
         publish=(s.llm_journal_filter(),),
         subscribe=("llm.v1.>",),
-        streams=(s.LLM_JOURNAL_STREAM,),
     ),
     BusUser("runner", subscribe=("runner.v1.>",)),
     BusUser(
         "editor-assist",
         # review.v1.lint: the wand's proposal comes back linted (issue 30).
-        publish=(*LLM_REQUESTS, s.RUNNER_RUN, s.REVIEW_LINT),
+        publish=(*llm_requests("editor-assist"), s.RUNNER_RUN, s.REVIEW_LINT),
+        # Its KV bucket generate_settled (the settled runs kept with the gateway's stored
+        # replies, issue 29 item 6) comes from quiz_contracts.topology.
         subscribe=("generate.v1.>",),
-        # The settled runs kept with the gateway's stored replies (issue 29, item 6): a wand
-        # request answered from a stored reply does not run the teacher's code again.
-        buckets=("generate_settled",),
     ),
     BusUser(
         "review",
-        publish=(f"{s.REVIEW_PREFIX}.>", *LLM_REQUESTS, *DEAD_LETTER_SUBJECTS),
+        publish=(f"{s.REVIEW_PREFIX}.>", *llm_requests("review"), *DEAD_LETTER_SUBJECTS),
         subscribe=(f"{s.REVIEW_PREFIX}.>",),
-        streams=(
-            s.REVIEW_REQUESTS_STREAM,
-            s.REVIEW_EVENTS_STREAM,
-            # The question store's stream: review consumes it (and declares it where the
-            # platform has not, in development).
-            s.QUESTIONS_STREAM,
-            *DEAD_LETTER_STREAMS,
-        ),
-        # The night's lease (quiz_servicekit.lease.KvLease).
-        buckets=("review_leases",),
     ),
     # Its tally frames (`poll.v1.<evaluation>.tally`, core NATS: every replica follows the
     # others' frames), its model calls, and its AI pass jobs (`poll.v1.ai.jobs` on the work
     # queue POLL_AI); its AI lease is a database row.
     BusUser(
         "poll",
-        publish=(f"{s.POLL_PREFIX}.>", *LLM_REQUESTS, *DEAD_LETTER_SUBJECTS),
+        publish=(f"{s.POLL_PREFIX}.>", *llm_requests("poll"), *DEAD_LETTER_SUBJECTS),
         subscribe=(f"{s.POLL_PREFIX}.>",),
-        streams=(s.POLL_AI_STREAM, *DEAD_LETTER_STREAMS),
     ),
     BusUser(
         "lesson-fix",
-        publish=LLM_REQUESTS,
+        publish=llm_requests("lesson-fix"),
         subscribe=(f"{s.LESSON_FIX_PREFIX}.>",),
     ),
     # The platform's other services: review requests and the question store's events
@@ -158,7 +187,7 @@ USERS: tuple[BusUser, ...] = (
     ),
     # Monitoring: the NATS Services API (`$SRV.PING|INFO|STATS`), nothing else.
     BusUser("monitor", publish=("$SRV.>",), service=False),
-    # Operators: account-wide (streams, consumers, dead letters, `nats` CLI). Never a service.
+    # Operators: account-wide (provisioning, dead letters, `nats` CLI). Never a service.
     BusUser("ops", publish=(">",), subscribe=(">",), service=False),
 )
 
@@ -236,13 +265,10 @@ def permissions(u: BusUser, users: tuple[BusUser, ...] = USERS) -> dict[str, obj
         subscribe.append(inbox(u.name))
     if u.service:
         subscribe.append("$SRV.>")
-    if u.streams or u.buckets:
-        publish += JS_ACCOUNT_READ
-        for stream in u.streams:
-            publish += stream_api(stream)
-        for bucket in u.buckets:
-            publish += [*stream_api(f"KV_{bucket}"), f"$KV.{bucket}.>"]
-            subscribe.append(f"$KV.{bucket}.>")
+    if u.name != "ops":
+        js_publish, js_subscribe = jetstream_rights(u.name)
+        publish += js_publish
+        subscribe += js_subscribe
     # An empty allow-list could read as "no restriction": say "deny all" instead. No
     # `allow_responses`: every reply a user sends is one of its explicit rights (its callers'
     # prefixes; `$JS.ACK.<stream>.>` and `$JS.FC.<stream>.>` for JetStream deliveries).

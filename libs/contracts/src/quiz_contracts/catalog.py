@@ -50,9 +50,19 @@ class Operation:
 
 OPERATIONS: tuple[Operation, ...] = (
     Operation(
+        subjects.LLM_COMPLETE_BY_CALLER,
+        "llm-gateway",
+        "One model call under the day's cap, the person's limit and the purpose's model, as "
+        "the caller the last token names (`llm.v1.complete.<bus user>`: only that user may "
+        "publish it). Each caller has its purposes (quiz_contracts.llm.CALLER_PURPOSES); "
+        "another's, or a billed_to its purpose may not set: forbidden, nothing spent.",
+        CompleteRequest,
+        CompleteReply,
+    ),
+    Operation(
         subjects.LLM_COMPLETE,
         "llm-gateway",
-        "One model call under the day's cap, the person's limit and the purpose's model.",
+        "One model call as the operators (the `ops` user alone may publish it): any purpose.",
         CompleteRequest,
         CompleteReply,
     ),

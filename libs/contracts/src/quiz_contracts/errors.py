@@ -65,11 +65,18 @@ class ErrorCode(StrEnum):
     verification_unavailable = "verification_unavailable"
     # Edge: a request body or message over the maximum of its route or of the NATS hop.
     payload_too_large = "payload_too_large"
+    # Issue 29: a caller asking for what the bus identity it came with does not allow (another
+    # service's purpose, a payer it may not name), refused before anything is spent.
+    forbidden = "forbidden"
+    # Issue 29: an idempotency key (Idempotency-Key, a request id) sent again with another body.
+    idempotency_key_reused = "idempotency_key_reused"
 
 
 HTTP_STATUS: dict[ErrorCode, int] = {
     ErrorCode.invalid_request: 400,
     ErrorCode.unauthorized: 401,
+    ErrorCode.forbidden: 403,
+    ErrorCode.idempotency_key_reused: 422,
     ErrorCode.not_found: 404,
     ErrorCode.internal: 500,
     ErrorCode.timeout: 504,

@@ -26,6 +26,18 @@ class Purpose(StrEnum):
     assistant = "assistant"
 
 
+# Issue 29 item 5: the purposes each calling service may spend on (its bus user, learnt by the
+# gateway from the subject `llm.v1.complete.<user>`), and those that bill someone other than the
+# person acting (the poll billing its teacher), the only ones a caller may set `billed_to` for.
+CALLER_PURPOSES: dict[str, frozenset[Purpose]] = {
+    "editor-assist": frozenset({Purpose.generate}),
+    "review": frozenset({Purpose.review}),
+    "poll": frozenset({Purpose.poll}),
+    "lesson-fix": frozenset({Purpose.lesson_fix}),
+}
+BILLING_PURPOSES: frozenset[Purpose] = frozenset({Purpose.poll})
+
+
 class Effort(StrEnum):
     """How much the model should spend on its answer (text, tool input, thinking).
 
@@ -94,9 +106,10 @@ class CompleteRequest(WireModel):
 class Usage(WireModel):
     """Tokens and cost of a call, summed over its attempts."""
 
-    input_tokens: int
-    output_tokens: int
-    cost_usd: Usd
+    input_tokens: int = Field(ge=0)
+    output_tokens: int = Field(ge=0)
+    # Finite (pydantic refuses NaN and infinities for a Decimal) and never negative (issue 29).
+    cost_usd: Annotated[Usd, Field(ge=0)]
 
 
 class CompleteReply(WireModel):
@@ -204,6 +217,8 @@ class UsageReply(WireModel):
 
 
 __all__ = [
+    "BILLING_PURPOSES",
+    "CALLER_PURPOSES",
     "AvailabilityReply",
     "AvailabilityRequest",
     "CompleteReply",

@@ -9,6 +9,11 @@ journal file (one JSON line, the same model). Only llm-gateway publishes and rea
 
 An entry carries the ledger row and hold of a settle, or a stored reply (model output: kept
 like the `idempotency_keys` row it stands for); never the prompt.
+
+Issue 29 item 2: an entry on the stream carries `mac`, an HMAC-SHA256 under a key only the
+gateway holds (LLM_GATEWAY_JOURNAL_KEY), over its subject and its JSON without `mac`
+(quiz_llm_gateway.domain.journal_mac); the gateway applies none that fails the check. Money and
+tokens are never negative (a settle of −5,000,000 µ$ would take the day's spend below zero).
 """
 
 from __future__ import annotations
@@ -26,7 +31,7 @@ class JournalHold(WireModel):
 
     id: str
     day: date = Field(description="Its Europe/Zurich budget day.")
-    amount_micros: int = Field(description="The worst case held, micro-USD.")
+    amount_micros: int = Field(ge=0, description="The worst case held, micro-USD.")
     lease_id: str | None = Field(
         default=None,
         description=(
@@ -49,13 +54,13 @@ class JournalLedgerRow(WireModel):
     model: str
     effort: str
     outcome: str
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cost_micros: int = 0
-    reserved_micros: int = 0
+    input_tokens: int = Field(default=0, ge=0)
+    output_tokens: int = Field(default=0, ge=0)
+    cost_micros: int = Field(default=0, ge=0)
+    reserved_micros: int = Field(default=0, ge=0)
     error_code: str | None = None
-    provider_requests: int = 0
-    latency_ms: int = 0
+    provider_requests: int = Field(default=0, ge=0)
+    latency_ms: int = Field(default=0, ge=0)
     request_id: str | None = None
     trace_id: str | None = None
 
@@ -76,6 +81,14 @@ class JournalEntry(WireModel):
     held: JournalHold | None = None
     row: JournalLedgerRow | None = None
     reply: JournalReply | None = None
+    mac: str | None = Field(
+        default=None,
+        description=(
+            "HMAC-SHA256 (hex) of the entry's subject and JSON without mac, under the gateway's "
+            "journal key (issue 29). Set on the stream; an entry without a valid one is never "
+            "applied."
+        ),
+    )
 
 
 __all__ = ["JournalEntry", "JournalHold", "JournalLedgerRow", "JournalReply"]

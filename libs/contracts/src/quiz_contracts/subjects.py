@@ -6,6 +6,26 @@ from __future__ import annotations
 LLM_COMPLETE = "llm.v1.complete"
 LLM_AVAILABILITY = "llm.v1.availability"
 LLM_USAGE = "llm.v1.usage"
+# Issue 29 item 5: a service requests a model call on `llm.v1.complete.<its bus user>`, a
+# subject only that user may publish (quiz_contracts.bus): the gateway learns the caller from
+# the subject nats-server let through, never from the payload. The gateway serves the filter;
+# the plain `llm.v1.complete` stays for the operators (`ops`, account-wide) alone.
+LLM_COMPLETE_BY_CALLER = "llm.v1.complete.*"
+
+
+def llm_complete_subject(caller: str) -> str:
+    """`llm.v1.complete.<caller>`; ValueError for a caller that is not one subject token."""
+    if not caller or any(c in caller for c in ".*> \t\r\n"):
+        raise ValueError(f"not a subject token: {caller!r}")
+    return f"{LLM_COMPLETE}.{caller}"
+
+
+def llm_complete_caller(subject: str) -> str | None:
+    """The caller a complete request's subject names: `llm.v1.complete.<caller>` → caller,
+    the operators' plain `llm.v1.complete` → None."""
+    head = LLM_COMPLETE + "."
+    return subject[len(head) :] if subject.startswith(head) else None
+
 
 # llm-gateway's settle journal (quiz_contracts.llm_journal): a JetStream stream of the paid
 # calls' writes its database did not take, replayed by any replica. One subject per gateway

@@ -168,9 +168,15 @@ class ServiceRuntime:
         self.background.jetstream.watch(stream, replicas or self.stream_replicas)
 
     def add_stream(self, spec: StreamSpec) -> None:
-        """A stream this service owns, created or updated to `spec` at start-up (with
-        NATS_STREAM_REPLICAS replicas unless the spec names its own)."""
+        """A stream created or updated to `spec` at start-up (NATS_STREAM_REPLICAS replicas
+        unless the spec names its own): the operators' role — no service user may (issue 29:
+        services `use_stream` what provisioning made)."""
         self.background.add_stream(spec)
+
+    def use_stream(self, name: str) -> None:
+        """A stream the service publishes to or reads without a consumer: checked at start-up
+        (BusNotProvisioned naming it when provisioning has not run), never created."""
+        self.background.jetstream.use_stream(name)
 
     def add_consumer(self, spec: ConsumerSpec[Any]) -> None:
         """A durable pull consumer run from start-up to shutdown (`quiz_servicekit.jetstream`)."""

@@ -39,13 +39,15 @@ from nats.js import JetStreamContext, api
 from nats.js.errors import APIError, NotFoundError
 from pydantic import BaseModel
 
+from quiz_contracts import topology
 from quiz_servicekit.natsio import inbox_prefix_for, nats_servers
 
-DEAD_LETTER_STREAM = "DLQ"
-DEAD_LETTER_PREFIX = "dlq"
-ADVISORY_STREAM = "DLQ_ADVISORIES"
-MAX_DELIVERIES_ADVISORY = "$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES"
-TERMINATED_ADVISORY = "$JS.EVENT.ADVISORY.CONSUMER.MSG_TERMINATED"
+# Declared in quiz_contracts.topology (provisioned by operations, issue 29 item 1).
+DEAD_LETTER_STREAM = topology.DEAD_LETTER_STREAM
+DEAD_LETTER_PREFIX = topology.DEAD_LETTER_PREFIX
+ADVISORY_STREAM = topology.ADVISORY_STREAM
+MAX_DELIVERIES_ADVISORY = topology.MAX_DELIVERIES_ADVISORY
+TERMINATED_ADVISORY = topology.TERMINATED_ADVISORY
 
 # Headers a dead letter carries besides the original ones.
 HDR_STREAM = "Dlq-Stream"

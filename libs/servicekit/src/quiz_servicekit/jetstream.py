@@ -1,16 +1,20 @@
 """JetStream kit: declared streams and durable pull consumers, at-least-once work, dead letters.
 
-A service declares what it consumes next to its endpoints (`consumers.py`):
+A service declares what it uses and consumes next to its endpoints (`consumers.py`):
 
-    runtime.add_stream(StreamSpec("REVIEW", ("review.v1.requests",)))
-    runtime.add_consumer(ConsumerSpec("review-worker", "REVIEW", ReviewRequest, handle_review))
+    runtime.use_stream("REVIEW_EVENTS")        # it publishes there
+    runtime.add_consumer(ConsumerSpec("review-requests", "REVIEW_REQUESTS", ReviewRequest, handle))
 
-At start-up every stream and consumer is created, or updated to the declared config; a change
-the server cannot apply (retention, storage, deliver policy…) stops the start with a
-`JetStreamConfigError` that names the fields. Streams (and the dead-letter streams) take their
-replicas from the service's NATS_STREAM_REPLICAS unless the spec names its own; a stream found
-with fewer replicas is scaled up (logged), one found with more keeps them (never scaled down:
-another service, or an operator, may want more). Each consumer is a durable pull consumer with
+Streams are provisioned by operations, never by a service (issue 29 item 1,
+`quiz_servicekit.provision` from `quiz_contracts.topology`): at start-up the kit checks that every
+stream it uses, its consumers' streams and the dead-letter streams exist, and stops the start
+with `BusNotProvisioned` naming what is missing and the command that provisions it. Each
+consumer (named in the topology: the bus lets a service run those names only) is then updated
+to the service's config; a change the server cannot apply (deliver policy, push/pull…) stops
+the start with a `JetStreamConfigError` that names the fields. `add_stream` (create or update a
+stream to a StreamSpec, `ensure_stream`) is the operators' role: provisioning, and tests that
+play it. A stream ensured with fewer replicas than NATS_STREAM_REPLICAS is scaled up (logged),
+one with more keeps them (never scaled down). Each consumer is a durable pull consumer with
 explicit acks, `max_deliver` and `ack_wait`; a worker fetches while it has free slots
 (`max_in_flight` messages at once) and hands each message to its own task, which:
 
@@ -55,7 +59,7 @@ import contextlib
 import datetime as dt
 import logging
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Generic, Literal, TypeVar
@@ -64,7 +68,7 @@ from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 from nats.errors import ConnectionClosedError
 from nats.js import JetStreamContext, api
-from nats.js.errors import APIError, NoStreamResponseError
+from nats.js.errors import APIError, NoStreamResponseError, NotFoundError
 from opentelemetry import trace
 from opentelemetry.trace import SpanKind, Status, StatusCode
 from prometheus_client import Counter, Gauge, Histogram
@@ -73,11 +77,10 @@ from pydantic import BaseModel, ValidationError
 from quiz_contracts.errors import ContractError, ErrorCode
 from quiz_servicekit.dead_letters import (
     ADVISORY_STREAM,
+    DEAD_LETTER_STREAM,
     ConsumerAdvisory,
     DeadLetterReason,
-    advisory_stream_config,
     advisory_subjects,
-    dead_letter_stream_config,
     forward_advisory,
     write_dead_letter,
 )
@@ -102,6 +105,58 @@ CONSUMER_OUTCOMES = ("ok", "retry", "interrupted", *(r.value for r in DeadLetter
 
 class JetStreamConfigError(RuntimeError):
     """A declared stream or consumer cannot be created or brought to its declared config."""
+
+
+PROVISION_HINT = (
+    "the bus is not provisioned: run `make provision` (python -m quiz_servicekit.provision, as "
+    "the ops user; compose: the `provision` service; Kubernetes: the Job bus-provision)"
+)
+
+
+class BusNotProvisioned(RuntimeError):
+    """A stream or KV bucket a service uses does not exist: provisioning has not run."""
+
+
+async def missing(
+    js: JetStreamContext,
+    *,
+    streams: Iterable[str] = (),
+    consumers: Iterable[tuple[str, str]] = (),
+    buckets: Iterable[str] = (),
+) -> list[str]:
+    """What of `streams`, `consumers` ((stream, name)) and `buckets` does not exist (names,
+    `stream/consumer`, `KV_<bucket>`); empty when everything does. Read-only (stream and
+    consumer info, which a service user may ask for what it uses)."""
+    absent: list[str] = []
+    for name in dict.fromkeys([*streams, *(f"KV_{b}" for b in buckets)]):
+        try:
+            await js.stream_info(name)
+        except NotFoundError:
+            absent.append(name)
+    for stream, name in consumers:
+        if stream in absent:
+            continue
+        try:
+            await js.consumer_info(stream, name)
+        except NotFoundError:
+            absent.append(f"{stream}/{name}")
+    return absent
+
+
+async def require(
+    js: JetStreamContext,
+    service: str,
+    *,
+    streams: Iterable[str] = (),
+    consumers: Iterable[tuple[str, str]] = (),
+    buckets: Iterable[str] = (),
+) -> None:
+    """BusNotProvisioned (and an ERROR log line) when anything `service` uses is missing."""
+    absent = await missing(js, streams=streams, consumers=consumers, buckets=buckets)
+    if absent:
+        message = f"{service}: missing on the bus: {', '.join(absent)}; {PROVISION_HINT}"
+        log.error("%s", message)
+        raise BusNotProvisioned(message)
 
 
 @dataclass(frozen=True)
@@ -788,7 +843,10 @@ class JetStreamKit:
 
     def __init__(self, service: str, metrics: ServiceMetrics) -> None:
         self.service = service
+        # Streams this kit creates or updates (the operators' role: provisioning, tests).
         self.streams: list[StreamSpec] = []
+        # Streams the service uses: checked at start, never created (issue 29 item 1).
+        self.used: list[str] = []
         self.consumers: list[ConsumerSpec[Any]] = []
         self.workers: list[ConsumerWorker[Any]] = []
         self._service_metrics = metrics
@@ -799,7 +857,14 @@ class JetStreamKit:
         self.watched: dict[str, int] = {}
 
     def add_stream(self, spec: StreamSpec) -> None:
+        """Create or update `spec` at start: the operators' role (no service user may)."""
         self.streams.append(spec)
+
+    def use_stream(self, name: str) -> None:
+        """A stream the service uses without consuming it (it publishes there): checked at
+        start, never created."""
+        if name not in self.used:
+            self.used.append(name)
 
     def watch(self, stream: str, replicas: int) -> None:
         """Export `stream`'s replica gauges too (a KV bucket's `KV_<bucket>` declared in a
@@ -840,16 +905,24 @@ class JetStreamKit:
         self.consumers.append(spec)
 
     async def start(self, nc: NATS, *, replicas: int = 1) -> None:
-        """Declare streams, the dead-letter streams and consumers; start one worker per consumer.
+        """Check the streams used, declare the `add_stream` ones, update each consumer to its
+        spec; start one worker per consumer.
 
-        `replicas`: NATS_STREAM_REPLICAS, for every stream whose spec names none and for the
-        dead-letter streams (see `ensure_stream`).
+        BusNotProvisioned (logged) when a stream used — `use_stream`, a consumer's, the
+        dead-letter streams when there are consumers — does not exist: provisioning
+        (`quiz_servicekit.provision`) has not run; nothing is created then. `replicas`:
+        NATS_STREAM_REPLICAS, for the `add_stream` specs that name none (see `ensure_stream`)
+        and the replica gauges' configured count.
         """
         js = self._js = nc.jetstream()
         declared: list[StreamSpec | api.StreamConfig] = list(self.streams)
+        own = {spec.name for spec in self.streams}
+        used = [*self.used, *(c.stream for c in self.consumers)]
         if self.consumers:
-            declared += [dead_letter_stream_config(replicas), advisory_stream_config(replicas)]
-        if (declared or self.watched) and self._stream_metrics is None:
+            used += [DEAD_LETTER_STREAM, ADVISORY_STREAM]
+        used = [name for name in dict.fromkeys(used) if name not in own]
+        await require(js, self.service, streams=used)
+        if (declared or used or self.watched) and self._stream_metrics is None:
             self._stream_metrics = StreamMetrics(self._service_metrics)
             for name, count in self.watched.items():
                 self._stream_metrics.configured.labels(name).set(count)
@@ -865,6 +938,9 @@ class JetStreamKit:
                 if isinstance(stream, StreamSpec)
                 else (stream.num_replicas or 1),
             )
+        for name in used:
+            if name not in self.watched:
+                self.watch(name, replicas)
         # The server copies a scaled-up stream to its new nodes (~10 s each, in the background)
         # and refuses consumers on it meanwhile: wait for all of them at once.
         await asyncio.gather(

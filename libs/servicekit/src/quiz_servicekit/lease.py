@@ -44,7 +44,7 @@ from nats.js.errors import KeyWrongLastSequenceError as WrongRevision
 from nats.js.kv import KeyValue
 from pydantic import BaseModel, ValidationError
 
-from quiz_servicekit.jetstream import wait_replicated
+from quiz_servicekit.jetstream import JetStreamConfigError, require, wait_replicated
 from quiz_servicekit.lease_time import check_timing, holder_deadline
 
 log = logging.getLogger(__name__)
@@ -120,6 +120,34 @@ async def lease_bucket(
         )
         await wait_replicated(js, f"KV_{bucket}", replicas)
     return kv
+
+
+async def open_lease_bucket(
+    js: JetStreamContext, bucket: str, *, ttl_s: float
+) -> tuple[KeyValue, float]:
+    """The provisioned KV bucket `bucket` and the TTL its entries expire by, for a service that
+    may not create or change a bucket (issue 29 item 1: provisioning, `lease_bucket` as ops).
+
+    BusNotProvisioned (logged) when the bucket does not exist. A bucket whose TTL differs from
+    the service's `ttl_s` keeps its own (the server expires entries by it), logged: the lease
+    then uses the bucket's TTL."""
+    try:
+        kv = await js.key_value(bucket)
+    except BucketNotFoundError:
+        await require(js, bucket, buckets=[bucket])
+        raise
+    status = await kv.status()
+    have = status.ttl
+    if have is None or have <= 0:
+        raise JetStreamConfigError(f"lease bucket {bucket} has no TTL: provision it again")
+    if abs(have - ttl_s) > 1e-6:
+        log.warning(
+            "lease bucket %s: provisioned ttl %g s applies, not the setting's %g s",
+            bucket,
+            have,
+            ttl_s,
+        )
+    return kv, have
 
 
 def _now() -> str:

@@ -5,8 +5,9 @@ Every service that calls a model goes through it, so each sees the gateway the s
   the deadline and must have time to say why), and lets through only the codes a caller may
   show a person (ADR-059 §5, ADR-060, ADR-071): `llm_not_configured`, `llm_budget_exhausted`,
   `rate_limited`, `llm_failed`. Anything else (no gateway, a timeout, a reply we cannot read,
-  a request the gateway refused) is `llm_failed`: our fault upstream, not the person's. One
-  exception: a request too large for the bus is the person's input, `payload_too_large` (413).
+  a request the gateway refused) is `llm_failed`: our fault upstream, not the person's. Two
+  exceptions, the person's own doing: a request too large for the bus, `payload_too_large`
+  (413), and an Idempotency-Key sent again with another body, `idempotency_key_reused` (422).
 - `complete` stamps the call's absolute deadline (`deadline_at`, from `deadline_s`): a gateway
   that gets the message after it (paused, backlogged) makes no provider request for it.
 - `complete` never turns a lost reply into a second payment: a call that carries a
@@ -17,6 +18,11 @@ Every service that calls a model goes through it, so each sees the gateway the s
   for `unreachable_wait_s`. When all that fails the error is `LlmNotAnswered` (llm_failed to a
   person; for a work queue: not a final outcome, retry later with the same id).
 - `availability` fails closed: when the gateway cannot be asked, no model can be called.
+- `complete` is sent on the caller's own subject `llm.v1.complete.<bus user>` (issue 29 item
+  5): the user the connection logged in as (its reply prefix `_INBOX_<user>`), or `caller`.
+  The locked bus lets each user publish its own only, and the gateway allows each caller its
+  purposes (quiz_contracts.llm.CALLER_PURPOSES). The operators (`ops`) and an open bus (no
+  user) send on the plain `llm.v1.complete`.
 """
 
 from __future__ import annotations
@@ -28,7 +34,7 @@ from decimal import Decimal
 
 from nats.aio.client import Client as NATS
 
-from quiz_contracts import subjects
+from quiz_contracts import bus, subjects
 from quiz_contracts.errors import ContractError, ErrorCode
 from quiz_contracts.llm import (
     AvailabilityReply,
@@ -48,6 +54,9 @@ CALLER_CODES = frozenset(
         ErrorCode.llm_budget_exhausted,
         ErrorCode.rate_limited,
         ErrorCode.llm_failed,
+        # A request id (an Idempotency-Key's) sent again with another request: the caller's
+        # mistake, 422 (issue 29 item 10).
+        ErrorCode.idempotency_key_reused,
     }
 )
 # The gateway's own deadline for a call that names none (its LLM_GATEWAY_DEFAULT_DEADLINE_S).
@@ -90,19 +99,40 @@ def with_deadline_at(call: CompleteRequest, wait_s: float | None = None) -> Comp
     return call.model_copy(update={"deadline_at": at})
 
 
+def caller_of(nc: NATS) -> str | None:
+    """The bus user a connection logged in as, from its reply prefix `_INBOX_<user>`
+    (quiz_servicekit.natsio.inbox_prefix_for); None for nats-py's default `_INBOX`."""
+    prefix = bytes(getattr(nc, "_inbox_prefix", b"")).decode()
+    head = bus.inbox_prefix("")
+    return prefix[len(head) :] or None if prefix.startswith(head) else None
+
+
+def complete_subject(caller: str | None) -> str:
+    """Where `caller`'s model calls go: `llm.v1.complete.<caller>`, the plain subject for the
+    operators and an open bus."""
+    if caller is None or caller == "ops":
+        return subjects.LLM_COMPLETE
+    return subjects.llm_complete_subject(caller)
+
+
 class LlmClient:
-    """The llm-gateway seen from a service: typed calls, the caller-facing error codes."""
+    """The llm-gateway seen from a service: typed calls, the caller-facing error codes.
+
+    `caller`: the bus user whose subject `complete` uses (default: the connection's, see
+    `caller_of`)."""
 
     def __init__(
         self,
         nc: NATS,
         *,
+        caller: str | None = None,
         deadline_margin_s: float = 5.0,
         query_timeout_s: float = 5.0,
         repeat_timeout_s: float = 5.0,
         unreachable_wait_s: float = 5.0,
     ) -> None:
         self._nc = nc
+        self.subject = complete_subject(caller if caller is not None else caller_of(nc))
         self.deadline_margin_s = deadline_margin_s
         self.query_timeout_s = query_timeout_s
         # A repeat is answered from the stored reply at once, or joins the call in hand.
@@ -149,9 +179,10 @@ class LlmClient:
                 if self._may_repeat(call, repeats) and loop.time() < give_up_at:
                     repeats += 1
                     continue
-                why = f"{subjects.LLM_COMPLETE} did not answer within {answer_by - started:g} s"
+                why = f"{self.subject} did not answer within {answer_by - started:g} s"
                 if repeats:
-                    why += f", nor {repeats} repeat(s) of request_id {call.request_id!r}"
+                    # Never the request id itself: it is internal (issue 29 item 10).
+                    why += f", nor {repeats} repeat(s) of the call"
                 raise self._not_answered(why) from e
             except _ConnectionLost as e:
                 if self._may_repeat(call, repeats):
@@ -205,7 +236,7 @@ class LlmClient:
         sent = asyncio.ensure_future(
             request(
                 self._nc,
-                subjects.LLM_COMPLETE,
+                self.subject,
                 with_deadline_at(call, timeout),
                 CompleteReply,
                 timeout=timeout,

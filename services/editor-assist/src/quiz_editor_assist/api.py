@@ -43,7 +43,8 @@ def generate_router(generate_service: ServiceRef[GenerateService]) -> APIRouter:
                 "item_not_empty, limit_exceeded (a statement over 20,000 characters, a draft "
                 "larger than its type allows, or one too large for the message bus), "
                 "draft_invalid (a draft that does not read as the grant's type: "
-                "details.problems)"
+                "details.problems), idempotency_key_reused (an Idempotency-Key sent again with "
+                "another body)"
             ),
             429: _error("llm_budget_exhausted, rate_limited (with Retry-After)"),
             502: _error("llm_failed"),

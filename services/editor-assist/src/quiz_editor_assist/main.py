@@ -11,7 +11,7 @@ from quiz_editor_assist.metrics import EditorAssistMetrics
 from quiz_editor_assist.runner_quota import PersonQuota
 from quiz_editor_assist.service import GenerateService
 from quiz_servicekit.app import ServiceRef, ServiceRuntime, create_service_app, run_service
-from quiz_servicekit.lease import lease_bucket
+from quiz_servicekit.lease import open_lease_bucket
 
 NAME = "editor-assist"
 VERSION = "0.1.0"
@@ -32,13 +32,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     async def on_startup(rt: ServiceRuntime) -> None:
         # The settled runs, shared by every replica (quiz_editor_assist.settled).
-        kv = await lease_bucket(
-            rt.js,
-            settled.BUCKET,
-            ttl_s=settings.settled_ttl_s,
-            replicas=rt.stream_replicas,
-            description="settled runs kept with the gateway's stored replies (editor-assist)",
-        )
+        # Provisioned by operations (quiz_contracts.topology, its TTL the bucket's): opened,
+        # never made (issue 29 item 1).
+        kv, _ = await open_lease_bucket(rt.js, settled.BUCKET, ttl_s=settings.settled_ttl_s)
         rt.watch_stream(f"KV_{settled.BUCKET}")
         service.set(
             GenerateService(

@@ -30,10 +30,11 @@ from nats.js.kv import KeyValue
 from pydantic import ValidationError
 
 from quiz_contracts.runner import RunReply, RunRequest
+from quiz_contracts.topology import GENERATE_SETTLED_BUCKET
 
 log = logging.getLogger(__name__)
 
-BUCKET = "generate_settled"
+BUCKET = GENERATE_SETTLED_BUCKET
 
 
 def settled_key(request_id: str, call_id: str) -> str:

@@ -486,3 +486,23 @@ async def test_runner_unavailable_leaves_the_merge_incomplete(
     assert body["config"]["referenceSolution"].strip() == "print(input())"
     assert body["config"]["tests"]["cases"][0]["expected"] == ""
     assert [i["code"] for i in body["incomplete"]] == ["runner_unavailable"]
+
+
+async def test_an_idempotency_key_sent_again_with_another_body_is_422(
+    wand: str, stub: AnthropicStub, signing_keys: SigningKeys
+) -> None:
+    """Issue 29 item 10: one's own Idempotency-Key again with another draft is the caller's
+    mistake — 422 `idempotency_key_reused`, naming no internal id (it answered 502 llm_failed
+    with the request id) — and nothing is paid for it."""
+    stub.default = wand_output({"choices": [{"text": "Bâle", "correct": False}]})
+    token = teacher_token(signing_keys, "mcq")
+    first = await post_generate(wand, token, {"config": MCQ_DRAFT}, key="click-reused")
+    assert first.status_code == 200, first.text
+    other = {**MCQ_DRAFT, "prompt": "Une autre question ?"}
+    r = await post_generate(wand, token, {"config": other}, key="click-reused")
+    assert r.status_code == 422, r.text
+    body = r.json()
+    assert body["code"] == "idempotency_key_reused"
+    for internal in ("generate:", "key:", "request_id", "click-reused"):
+        assert internal not in body["message"], body["message"]
+    assert len(stub.requests) == 1

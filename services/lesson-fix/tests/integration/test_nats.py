@@ -96,3 +96,34 @@ async def test_the_service_registers_both_endpoints(service_url: str, nc: NATS) 
     info = json.loads((await nc.request("$SRV.INFO.lesson-fix", b"", timeout=5)).data)
     assert {e["subject"] for e in info["endpoints"]} == {subjects.LESSON_CHECK, subjects.LESSON_FIX}
     assert info["metadata"]["http_url"] == service_url
+
+
+async def test_an_idempotency_key_sent_again_with_another_lesson_is_refused(
+    service_url: str, nc: NATS, lessons: Any, stub: AnthropicStub
+) -> None:
+    """Issue 29 item 10: one's own Idempotency-Key again with another body answers
+    `idempotency_key_reused` (422 over HTTP), naming no internal id; nothing is paid for it."""
+    stub.script(GOOD, GOOD)
+    lesson = lessons.case(CASE)
+    call = FixCall.model_validate({"lesson": lesson, "key": KEY, "user": "t-reuse"})
+    headers = {"Idempotency-Key": "click-reused"}
+    first = await nc.request(
+        subjects.LESSON_FIX,
+        call.model_dump_json(by_alias=True).encode(),
+        timeout=60,
+        headers=headers,
+    )
+    FixReply.model_validate_json(first.data)
+    other = FixCall.model_validate(
+        {"lesson": {**lesson, "title": lesson["title"] + " (bis)"}, "key": KEY, "user": "t-reuse"}
+    )
+    answer = await nc.request(
+        subjects.LESSON_FIX,
+        other.model_dump_json(by_alias=True).encode(),
+        timeout=60,
+        headers=headers,
+    )
+    body = json.loads(answer.data)
+    assert body["code"] == "idempotency_key_reused", body
+    assert "lesson-fix:" not in body["message"] and "key:" not in body["message"]
+    assert len(stub.requests) == 1

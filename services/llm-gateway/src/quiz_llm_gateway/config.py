@@ -7,10 +7,11 @@ import os
 from decimal import Decimal
 from typing import Any, Literal
 
-from pydantic import AliasChoices, Field, field_validator
+from pydantic import AliasChoices, Field, SecretStr, field_validator
 from pydantic_settings import SettingsConfigDict
 
 from quiz_contracts.llm import Purpose
+from quiz_llm_gateway.domain.journal_mac import check_key
 from quiz_servicekit.settings import ServiceSettings
 
 # claude-sonnet-4-5 reaches end-of-life on 2026-11-30 (SDK deprecation list).
@@ -158,11 +159,38 @@ class Settings(ServiceSettings):
             "file instead."
         ),
     )
+    journal_key: SecretStr | None = Field(
+        default=None,
+        description=(
+            "LLM_GATEWAY_JOURNAL_KEY: the HMAC-SHA256 key of the JetStream journal's entries "
+            "(issue 29; at least 32 bytes, e.g. 64 hex digits), the same on every replica and "
+            "held by the gateway alone (a Secret; `make run` generates one under .data). Without "
+            "it (nor a key file) a replica signs with a key of its own: only it can replay what "
+            "it journaled, said at start and in /readyz."
+        ),
+    )
+    journal_key_file: str | None = Field(
+        default=None,
+        description="LLM_GATEWAY_JOURNAL_KEY_FILE: a file holding the journal key (one line).",
+    )
     outage_retry_after_s: float = Field(
         default=2.0,
         gt=0,
         description="The retry_after_s of `unavailable` while the database cannot be reached.",
     )
+
+    def journal_secret(self) -> bytes | None:
+        """The journal key's bytes (the setting, else the file's first line), None when unset.
+        ValueError for one shorter than 32 bytes."""
+        text: str | None = None
+        if self.journal_key is not None:
+            text = self.journal_key.get_secret_value().strip()
+        elif self.journal_key_file:
+            with open(self.journal_key_file, encoding="utf-8") as f:
+                text = f.readline().strip()
+        if not text:
+            return None
+        return check_key(text.encode())
 
     def journal_dir(self) -> str:
         """Where the settle journal lives."""

@@ -20,10 +20,13 @@ from quiz_servicekit.telemetry import current_trace_id
 
 
 def endpoints(gateway: ServiceRef[Gateway], complete_concurrency: int) -> list[EndpointSpec[Any]]:
-    """The three endpoints of the catalog's llm.v1 subjects."""
+    """The endpoints of the catalog's llm.v1 subjects (complete on the callers' subjects and
+    the operators' plain one)."""
 
-    async def complete(req: CompleteRequest, _ctx: MsgContext) -> CompleteReply:
-        return await gateway().complete(req, trace_id=current_trace_id())
+    async def complete(req: CompleteRequest, ctx: MsgContext) -> CompleteReply:
+        # The caller is the subject's last token, which only that bus user may publish.
+        caller = subjects.llm_complete_caller(ctx.subject)
+        return await gateway().complete(req, trace_id=current_trace_id(), caller=caller)
 
     async def availability(req: AvailabilityRequest, _ctx: MsgContext) -> AvailabilityReply:
         return await gateway().availability(req.purpose)
@@ -33,6 +36,13 @@ def endpoints(gateway: ServiceRef[Gateway], complete_concurrency: int) -> list[E
 
     return [
         # Calls mostly wait on the provider: many may be in hand, in-flight is bounded apart.
+        endpoint(
+            subjects.LLM_COMPLETE_BY_CALLER,
+            complete,
+            name="complete-by-caller",
+            max_concurrency=complete_concurrency,
+        ),
+        # The operators' (`ops` alone may publish it).
         endpoint(subjects.LLM_COMPLETE, complete, max_concurrency=complete_concurrency),
         endpoint(subjects.LLM_AVAILABILITY, availability),
         endpoint(subjects.LLM_USAGE, usage),

@@ -60,9 +60,10 @@ class RequestIds:
     ) -> CompleteReply | None:
         """None once `call_id` owns the key (it calls); the reply kept for it, when kept.
 
-        Waits (at most `deadline_s`) while another replica answers it. Raises `invalid_request`
-        for the id used with another digest, `unavailable` (retry_after_s 1) once the wait is
-        over; raises what the database raised (an outage is the caller's `unavailable`).
+        Waits (at most `deadline_s`) while another replica answers it. Raises
+        `idempotency_key_reused` for the id used with another digest, `unavailable`
+        (retry_after_s 1) once the wait is over; raises what the database raised (an outage is
+        the caller's `unavailable`).
         """
         waited_until = self.monotonic() + deadline_s
         while True:
@@ -73,9 +74,13 @@ class RequestIds:
             if claim.owner:
                 return None
             if claim.digest is not None and claim.digest != digest:
+                # Issue 29 item 10: the caller's own code, and no internal id in the message
+                # (a person reads it, through the service that made the id).
+                log.info("request id %r reused with another request: refused", req.request_id)
                 raise ContractError(
-                    ErrorCode.invalid_request,
-                    f"request_id {req.request_id!r} was already used with a different request",
+                    ErrorCode.idempotency_key_reused,
+                    "This idempotency key was already used with a different request: send a "
+                    "new key for a new request.",
                 )
             if claim.reply is not None:
                 return CompleteReply.model_validate_json(claim.reply)

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import logging
+import secrets
 
 from fastapi import FastAPI
 
+from quiz_contracts import subjects
 from quiz_llm_gateway.api import admin_router
 from quiz_llm_gateway.config import Settings
 from quiz_llm_gateway.handlers import endpoints
@@ -14,7 +16,7 @@ from quiz_llm_gateway.models import MIGRATIONS
 from quiz_llm_gateway.provider import AnthropicProvider
 from quiz_llm_gateway.repository import Repository
 from quiz_llm_gateway.service import Gateway
-from quiz_llm_gateway.stream_journal import JOURNAL_STREAM, StreamJournal
+from quiz_llm_gateway.stream_journal import StreamJournal
 from quiz_servicekit.app import ServiceRef, ServiceRuntime, create_service_app, run_service
 
 NAME = "llm-gateway"
@@ -34,9 +36,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         settings=settings,
         migrations=MIGRATIONS,
     )
-    # The settle journal any replica replays (its replicas: NATS_STREAM_REPLICAS, applied by
-    # the kit's declaration).
-    runtime.add_stream(JOURNAL_STREAM)
+    # The settle journal any replica replays: provisioned by operations (quiz_contracts.topology),
+    # checked at start.
+    runtime.use_stream(subjects.LLM_JOURNAL_STREAM)
     gateway = ServiceRef[Gateway]("gateway")
     runtime.add_endpoints(endpoints(gateway, settings.complete_concurrency))
     metrics = GatewayMetrics(runtime.metrics)
@@ -57,7 +59,25 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         # Whether a model can be called at all, stated by /readyz (ready either way: without a
         # key the gateway still answers, with llm_not_configured). Never the key itself.
         rt.add_ready_detail("provider", provider_detail(settings))
-        journal = StreamJournal(rt.js, timeout_s=settings.journal_publish_timeout_s)
+        key = settings.journal_secret()
+        if key is None:
+            # Development without a key: this replica's entries replay on this replica only.
+            key = secrets.token_hex(32).encode()
+            log.warning(
+                "no LLM_GATEWAY_JOURNAL_KEY: journal entries signed with a key of this process "
+                "(another replica cannot replay them)"
+            )
+        configured = settings.journal_secret() is not None
+        rt.add_ready_detail(
+            "journal_key",
+            "configured" if configured else "ephemeral: LLM_GATEWAY_JOURNAL_KEY unset",
+        )
+        journal = StreamJournal(
+            rt.js,
+            timeout_s=settings.journal_publish_timeout_s,
+            key=key,
+            on_rejected=lambda reason: metrics.journal_rejected.labels(reason).inc(),
+        )
         gateway.set(Gateway(settings, Repository(rt.db), provider, metrics, journal_stream=journal))
         # Release expired holds and refresh the gauges: once now, then every sweep interval.
         rt.add_periodic("sweep", settings.sweep_interval_s, gateway().sweep, run_at_start=True)

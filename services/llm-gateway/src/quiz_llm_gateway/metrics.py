@@ -10,6 +10,9 @@
 - `reservations_open`: holds not yet settled (all replicas).
 - `circuit_state`: 0 closed, 1 half-open, 2 open (this replica).
 - `provider_in_flight`: provider requests in flight (this replica).
+- `journal_rejected_total{reason}`: JetStream journal entries replay refused, not applied
+  (issue 29): `unsigned`, `bad_mac` (not written by a gateway holding the journal key) or
+  `invalid` (unreadable, or a negative cost). Above 0: someone writes on the journal.
 - `settle_journal_pending`: journal entries (settles, paid replies) not yet in the database:
   this database's in the JetStream journal (the same figure on every replica: take the `max`
   across replicas, not the sum) plus this replica's journal files and memory. Refreshed every
@@ -70,6 +73,13 @@ class GatewayMetrics(MetricSet):
         self.reservations_open = self.gauge("reservations_open", "Holds not yet settled.")
         self.circuit_state = self.gauge("circuit_state", "0 closed, 1 half-open, 2 open.")
         self.provider_in_flight = self.gauge("provider_in_flight", "Provider requests in flight.")
+        self.journal_rejected = self.counter(
+            "journal_rejected_total",
+            "Journal entries refused on replay (not the gateway's, or invalid).",
+            ["reason"],
+        )
+        for reason in ("unsigned", "bad_mac", "invalid"):
+            self.journal_rejected.labels(reason)  # exported at 0
         self.journal_pending = self.gauge(
             "settle_journal_pending",
             "Settles and paid replies in the journal, not yet in the database.",

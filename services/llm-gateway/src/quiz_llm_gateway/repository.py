@@ -9,6 +9,7 @@ from typing import Any
 from sqlalchemy import Connection, Table, case, delete, func, select, update
 from sqlalchemy import exc as sa_exc
 
+from quiz_llm_gateway.domain.money import check_amounts
 from quiz_llm_gateway.domain.ratelimit import RateDecision, decide
 from quiz_llm_gateway.domain.slices import SliceSizing
 from quiz_llm_gateway.models import BudgetDay, CapLease, LedgerEntry, RateEvent, Reservation
@@ -169,6 +170,16 @@ class LedgerRow:
     request_id: str | None = None
     trace_id: str | None = None
 
+    def __post_init__(self) -> None:
+        # Never a negative cost or count, whoever builds the row (issue 29, domain.money).
+        check_amounts(
+            "ledger row",
+            input_tokens=self.input_tokens,
+            output_tokens=self.output_tokens,
+            cost_micros=self.cost_micros,
+            reserved_micros=self.reserved_micros,
+        )
+
 
 @dataclass(frozen=True, slots=True)
 class Held:
@@ -183,6 +194,9 @@ class Held:
     day: date
     amount_micros: int
     lease_id: str | None = None
+
+    def __post_init__(self) -> None:
+        check_amounts("hold", amount_micros=self.amount_micros)
 
 
 @dataclass(frozen=True, slots=True)

@@ -28,6 +28,7 @@ from quiz_llm_gateway.admission import Admissions
 from quiz_llm_gateway.attempts import Attempts, attempt_worst_case, request_shape
 from quiz_llm_gateway.calls import CallRecord, new_id, time_left_s
 from quiz_llm_gateway.config import Settings
+from quiz_llm_gateway.domain.callers import authorize
 from quiz_llm_gateway.domain.circuit import CircuitBreaker
 from quiz_llm_gateway.domain.output import InvalidSchema, cached_validator
 from quiz_llm_gateway.domain.pricing import (
@@ -137,14 +138,25 @@ class Gateway:
 
     # -- complete ------------------------------------------------------------------------------
 
-    async def complete(self, req: CompleteRequest, trace_id: str | None = None) -> CompleteReply:
+    async def complete(
+        self, req: CompleteRequest, trace_id: str | None = None, caller: str | None = None
+    ) -> CompleteReply:
         """Answer a call once per request_id across replicas: a repeat joins or reuses it.
+
+        `caller`: the bus user the subject named (None: the operators' plain subject); a
+        purpose or payer it may not use is `forbidden` before anything is held (issue 29,
+        domain.callers).
 
         Keyed by purpose, payer and request_id (two services choosing the same id never share
         a reply) and checked against the request's digest: the same id with another request
-        is `invalid_request`. On this replica a repeat joins the call in hand; across
+        is `idempotency_key_reused`. On this replica a repeat joins the call in hand; across
         replicas the database's `idempotency_keys` row decides who calls and keeps the reply.
         """
+        try:
+            authorize(caller, req.purpose, req.billed_to, req.user)
+        except ContractError as e:
+            log.warning("refused a call from %s: %s", caller, e.message)
+            raise
         if req.request_id is None:
             return await self._complete(req, trace_id)
         if req.output_schema is not None:

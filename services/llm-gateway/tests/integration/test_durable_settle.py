@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import sqlite3
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -22,15 +23,15 @@ from nats.aio.client import Client as NATS
 from prometheus_client import CollectorRegistry
 from sqlalchemy.engine import make_url
 
+from quiz_contracts import subjects
 from quiz_contracts.errors import ContractError, ErrorCode
 from quiz_llm_gateway.journal import entries_of
 from quiz_llm_gateway.metrics import GatewayMetrics
 from quiz_llm_gateway.provider import AnthropicProvider
 from quiz_llm_gateway.repository import Repository
 from quiz_llm_gateway.service import Gateway
-from quiz_llm_gateway.stream_journal import JOURNAL_STREAM, StreamJournal
+from quiz_llm_gateway.stream_journal import StreamJournal
 from quiz_servicekit.db import Database
-from quiz_servicekit.jetstream import ensure_stream
 from quiz_servicekit.metrics import ServiceMetrics
 from quiz_testkit.anthropic_stub import AnthropicStub, StubReply
 from quiz_testkit.nats_server import nats_connect
@@ -38,6 +39,9 @@ from quiz_testkit.tcp_proxy import TcpProxy
 
 from .conftest import NOON, HandClock, gateway_settings, leased
 from .test_gateway import request
+
+# The session's journal key (set by the test kit), which every gateway of the session signs with.
+JOURNAL_KEY = os.environ["LLM_GATEWAY_JOURNAL_KEY"].encode()
 
 
 class Outage:
@@ -314,7 +318,7 @@ async def test_a_reply_journaled_longer_than_its_claim_lives_is_not_paid_again(
     answers it from the reply journaled on JetStream — its claim replays the journal first —
     instead of claiming the id afresh and paying a second time."""
     js = nc.jetstream()
-    await ensure_stream(js, JOURNAL_STREAM)
+    # LLM_JOURNAL: provisioned with the session's nats-server (NatsServer.start).
     url = await outage.gateway_url()
     clock = HandClock()
     replicas = [
@@ -324,7 +328,7 @@ async def test_a_reply_journaled_longer_than_its_claim_lives_is_not_paid_again(
             tmp_path / name,
             busy_ms=300,
             clock=clock,
-            stream=StreamJournal(js, timeout_s=3),
+            stream=StreamJournal(js, timeout_s=3, key=JOURNAL_KEY),
         )
         for name in ("a", "b")
     ]
@@ -403,9 +407,8 @@ async def test_with_jetstream_away_too_the_local_file_keeps_the_settle(
     """Issue 20, item 4: the database and NATS both away: the settle goes to the local file
     (the last resort), the caller gets its reply; NATS back, the sweep moves it to the
     JetStream journal (durable beyond this disk); the database back, it is written."""
-    await ensure_stream(nc.jetstream(), JOURNAL_STREAM)
     lost = await nats_connect(nats_url)
-    stream = StreamJournal(lost.jetstream(), timeout_s=1)
+    stream = StreamJournal(lost.jetstream(), timeout_s=1, key=JOURNAL_KEY)
     url = await outage.gateway_url()
     journal = tmp_path / "journal"
     gateway, db, provider = build_gateway(url, anthropic_stub, journal, busy_ms=300, stream=stream)
@@ -428,7 +431,9 @@ async def test_with_jetstream_away_too_the_local_file_keeps_the_settle(
         with contextlib.suppress(Exception):
             await gateway.sweep()
         assert entries_of(journal) == []
-        info = await nc.jetstream().stream_info(JOURNAL_STREAM.name, subjects_filter=subject)
+        info = await nc.jetstream().stream_info(
+            subjects.LLM_JOURNAL_STREAM, subjects_filter=subject
+        )
         assert sum((info.state.subjects or {}).values()) == 1
         assert gauge(gateway) == 1
 

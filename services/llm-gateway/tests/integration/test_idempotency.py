@@ -21,11 +21,12 @@ async def test_the_same_id_with_another_request_is_a_conflict(make_rig: Any) -> 
     first = asyncio.create_task(rig.gateway.complete(request(request_id="r-1")))
     await asyncio.sleep(0.2)
     other = request(request_id="r-1", messages=[{"role": "user", "content": "Something else."}])
-    in_flight = await expect_error(rig.gateway.complete(other), ErrorCode.invalid_request)
+    # Issue 29 item 10: the caller's code (422), and the message names no internal id.
+    in_flight = await expect_error(rig.gateway.complete(other), ErrorCode.idempotency_key_reused)
     assert "different request" in in_flight.message
     done = await first
-    after = await expect_error(rig.gateway.complete(other), ErrorCode.invalid_request)
-    assert "r-1" in after.message
+    after = await expect_error(rig.gateway.complete(other), ErrorCode.idempotency_key_reused)
+    assert "r-1" not in after.message and "r-1" not in in_flight.message
     # The same request with less time left is the same request.
     again = await rig.gateway.complete(request(request_id="r-1", deadline_s=5))
     assert again.call_id == done.call_id

@@ -10,26 +10,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from quiz_contracts import subjects
+from quiz_contracts import subjects, topology
 from quiz_contracts.poll import PollAiJob
 from quiz_poll.service import PollService
 from quiz_servicekit.app import ServiceRef
-from quiz_servicekit.jetstream import ConsumerSpec, Delivery, StreamSpec
+from quiz_servicekit.jetstream import ConsumerSpec, Delivery
 
-AI_JOB_MAX_AGE_S = 3600.0
-
-
-def streams() -> list[StreamSpec]:
-    """POLL_AI: the pass jobs, a work queue (each job to one replica, gone once acked)."""
-    return [
-        StreamSpec(
-            subjects.POLL_AI_STREAM,
-            (subjects.POLL_AI_JOBS,),
-            retention="workqueue",
-            max_age_s=AI_JOB_MAX_AGE_S,  # a job an hour old has a stale lease anyway
-            description="poll: AI pass jobs (ADR-072 §12)",
-        )
-    ]
+# POLL_AI (the pass jobs, a work queue: each job to one replica, gone once acked) and the
+# consumer poll-ai are provisioned by operations (quiz_contracts.topology, issue 29).
+AI_JOB_MAX_AGE_S = topology.stream(subjects.POLL_AI_STREAM).max_age_s
 
 
 def consumers(service: ServiceRef[PollService]) -> list[ConsumerSpec[Any]]:

@@ -38,8 +38,6 @@ def create_app(settings: Settings | None = None, *, clock: Clock = time.time) ->
     metrics = PollMetrics(runtime.metrics)
     service = ServiceRef[PollService]("poll service")
     runtime.add_endpoints(handlers.endpoints(service))
-    for stream in consumers.streams():
-        runtime.add_stream(stream)
     for consumer in consumers.consumers(service):
         runtime.add_consumer(consumer)
     # Any replica may sweep: each freeze is one conditional UPDATE (the first one wins).

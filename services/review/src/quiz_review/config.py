@@ -32,7 +32,9 @@ class Settings(ServiceSettings):
     night_interval_s: float = Field(default=3600.0, gt=0)
     # Run the night once at start-up too (inside the window), not only an interval later.
     night_at_start: bool = True
-    # The night's lease: a crashed holder's lease expires after this many seconds.
+    # The night's lease: a crashed holder's lease expires after this many seconds. The bucket's
+    # TTL is provisioned (quiz_contracts.topology.REVIEW_LEASE_TTL_S); where they differ the
+    # bucket's applies (logged): the server expires entries by it.
     lease_ttl_s: float = Field(default=30.0, gt=1)
     # Each review call's deadline (the gateway retries within it).
     llm_deadline_s: float = Field(default=120.0, gt=0, le=600)
@@ -41,6 +43,6 @@ class Settings(ServiceSettings):
     request_ack_wait_s: float = Field(default=30.0, gt=0)
     request_max_deliver: int = Field(default=5, ge=1)
     request_concurrency: int = Field(default=4, ge=1, le=256)
-    # The question store owns the QUESTIONS stream; when it is missing (development, tests) the
-    # review declares it so its consumers can start. An existing stream is never changed.
+    # Kept for compatibility (REVIEW_DECLARE_QUESTIONS_STREAM): review declares no stream any
+    # more; provisioning creates QUESTIONS when missing (issue 29 item 1).
     declare_questions_stream: bool = True

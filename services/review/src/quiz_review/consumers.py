@@ -22,37 +22,11 @@ from quiz_contracts.review import (
 from quiz_review.config import Settings
 from quiz_review.service import ReviewService
 from quiz_servicekit.app import ServiceRef
-from quiz_servicekit.jetstream import ConsumerSpec, Delivery, StreamSpec
+from quiz_servicekit.jetstream import ConsumerSpec, Delivery
 
-DAY_S = 86_400.0
-
-REQUESTS_STREAM = StreamSpec(
-    subjects.REVIEW_REQUESTS_STREAM,
-    (subjects.REVIEW_REQUESTS,),
-    retention="workqueue",
-    max_age_s=7 * DAY_S,
-    # A publisher's retry of the same Nats-Msg-Id within ten minutes is stored once.
-    duplicate_window_s=600.0,
-    description="review.v1.requests: review a published version (ADR-060)",
-)
-EVENTS_STREAM = StreamSpec(
-    subjects.REVIEW_EVENTS_STREAM,
-    (subjects.REVIEW_COMPLETED,),
-    retention="limits",
-    max_age_s=7 * DAY_S,
-    duplicate_window_s=600.0,
-    description="review.v1.completed: what became of each review request",
-)
-# Declared only when missing (main.py): the question store owns it.
-QUESTIONS_STREAM = StreamSpec(
-    subjects.QUESTIONS_STREAM,
-    ("questions.v1.>",),
-    retention="limits",
-    max_age_s=365 * DAY_S,
-    duplicate_window_s=600.0,
-    max_msg_size=4 << 20,
-    description="the question store's events (declared by review for development)",
-)
+# The streams (REVIEW_REQUESTS, REVIEW_EVENTS, the question store's QUESTIONS) and these
+# consumers are provisioned by operations from quiz_contracts.topology (issue 29 item 1):
+# review checks they exist, updates its consumers to its settings, creates no stream.
 
 
 def consumers(service: ServiceRef[ReviewService], settings: Settings) -> list[ConsumerSpec[Any]]:

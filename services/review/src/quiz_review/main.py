@@ -6,10 +6,10 @@ import asyncio
 import logging
 
 from fastapi import FastAPI
-from nats.js.errors import NotFoundError
 
 from quiz_contracts import subjects
 from quiz_contracts.review import ReviewCompleted
+from quiz_contracts.topology import REVIEW_LEASE_BUCKET
 from quiz_review import api, consumers, handlers
 from quiz_review.config import Settings
 from quiz_review.domain.iwf.text import warm as warm_lint
@@ -18,13 +18,13 @@ from quiz_review.models import MIGRATIONS
 from quiz_review.repository import ReviewRepository
 from quiz_review.service import Clock, ReviewService, utc_now
 from quiz_servicekit.app import ServiceRef, ServiceRuntime, create_service_app, run_service
-from quiz_servicekit.jetstream import ensure_stream, publish
-from quiz_servicekit.lease import KvLease, default_holder_id, lease_bucket
+from quiz_servicekit.jetstream import publish
+from quiz_servicekit.lease import KvLease, default_holder_id, open_lease_bucket
 from quiz_servicekit.llm import LlmClient
 
 NAME = "review"
 VERSION = "0.1.0"
-LEASE_BUCKET = "review_leases"
+LEASE_BUCKET = REVIEW_LEASE_BUCKET
 NIGHT_LEASE_KEY = "night"
 
 log = logging.getLogger(__name__)
@@ -46,8 +46,8 @@ def create_app(settings: Settings | None = None, *, clock: Clock = utc_now) -> F
     metrics = ReviewMetrics(runtime.metrics)
     service = ServiceRef[ReviewService]("review service")
     runtime.add_endpoints(handlers.endpoints(service))
-    runtime.add_stream(consumers.REQUESTS_STREAM)
-    runtime.add_stream(consumers.EVENTS_STREAM)
+    # It publishes its completed events there (provisioned by operations, checked at start).
+    runtime.use_stream(subjects.REVIEW_EVENTS_STREAM)
     for spec in consumers.consumers(service, settings):
         runtime.add_consumer(spec)
     # The task llm.review: hourly, working only inside the Zurich window, under the lease.
@@ -64,21 +64,10 @@ def create_app(settings: Settings | None = None, *, clock: Clock = utc_now) -> F
         # not on the first request.
         await asyncio.to_thread(warm_lint)
         js = rt.js
-        if settings.declare_questions_stream:
-            try:
-                await js.stream_info(subjects.QUESTIONS_STREAM)
-            except NotFoundError:
-                await ensure_stream(js, consumers.QUESTIONS_STREAM, replicas=rt.stream_replicas)
-                log.info(
-                    "declared stream %s (the question store owns it)", subjects.QUESTIONS_STREAM
-                )
-        kv = await lease_bucket(
-            js, LEASE_BUCKET, ttl_s=settings.lease_ttl_s, replicas=rt.stream_replicas
-        )
+        # The bucket is provisioned by operations (its TTL the topology's): opened, never made.
+        kv, ttl_s = await open_lease_bucket(js, LEASE_BUCKET, ttl_s=settings.lease_ttl_s)
         rt.watch_stream(f"KV_{LEASE_BUCKET}")
-        lease = KvLease(
-            kv, NIGHT_LEASE_KEY, holder=default_holder_id(NAME), ttl_s=settings.lease_ttl_s
-        )
+        lease = KvLease(kv, NIGHT_LEASE_KEY, holder=default_holder_id(NAME), ttl_s=ttl_s)
 
         async def publish_completed(event: ReviewCompleted, msg_id: str) -> None:
             await publish(js, subjects.REVIEW_COMPLETED, event, msg_id=msg_id)

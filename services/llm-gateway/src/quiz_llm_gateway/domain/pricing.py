@@ -10,6 +10,8 @@ from datetime import datetime
 from decimal import ROUND_CEILING, Decimal
 from typing import Any
 
+from quiz_llm_gateway.domain.money import check_usd
+
 MICROS_PER_USD = 1_000_000
 TOKENS_PER_MILLION = 1_000_000
 
@@ -29,6 +31,14 @@ class ModelPrice:
 
     input_usd_per_mtok: Decimal
     output_usd_per_mtok: Decimal
+
+    def __post_init__(self) -> None:
+        # A negative or non-finite price would make a negative or infinite cost (issue 29).
+        try:
+            check_usd("input price", self.input_usd_per_mtok)
+            check_usd("output price", self.output_usd_per_mtok)
+        except ValueError as e:
+            raise PricingError(str(e)) from None
 
     def cost_micros(self, input_tokens: int, output_tokens: int) -> int:
         """Cost in micro-dollars, rounded up so rounding never undercounts."""
@@ -58,10 +68,10 @@ def parse_prices(raw: dict[str, Any]) -> dict[str, ModelPrice]:
     for model, entry in raw.items():
         try:
             price = ModelPrice(Decimal(str(entry["input"])), Decimal(str(entry["output"])))
+        except PricingError as exc:
+            raise PricingError(f"price of {model!r}: {exc}") from None
         except (KeyError, TypeError, ArithmeticError) as exc:
             raise PricingError(f"price of {model!r} needs numeric 'input' and 'output'") from exc
-        if price.input_usd_per_mtok < 0 or price.output_usd_per_mtok < 0:
-            raise PricingError(f"price of {model!r} is negative")
         if price.input_usd_per_mtok == 0 and price.output_usd_per_mtok == 0:
             raise PricingError(f"price of {model!r} is $0: an unknown price is not free")
         prices[model] = price
