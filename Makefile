@@ -4,6 +4,14 @@ SHELL := /bin/bash
 # pip into Debian's and Ubuntu's Python, so never there).
 export PATH := $(CURDIR)/.data/tools/bin:$(PATH)
 UV := uv
+# uv trusts its own list of certificate authorities, not the system's: behind a proxy whose
+# authority is in the system store alone, `uv sync` fails ("invalid peer certificate:
+# UnknownIssuer"). The system's bundle, where there is one and nothing else was chosen.
+ifeq ($(origin SSL_CERT_FILE),undefined)
+ifneq ($(wildcard /etc/ssl/certs/ca-certificates.crt),)
+export SSL_CERT_FILE := /etc/ssl/certs/ca-certificates.crt
+endif
+endif
 
 .PHONY: run provision test lint typecheck unit bench token url docs ts ts-check env clean images compose-env test-deploy pages poll-demo
 
@@ -28,7 +36,9 @@ run: env
 # updated as the `ops` user (issue 29: no service may): `make run` does it first; against another
 # bus, NATS_URL (with the ops credentials, or NATS_USER/NATS_PASSWORD) and NATS_STREAM_REPLICAS.
 provision: env
-	$(UV) run --no-sync python -m quiz_servicekit.provision --nats-url "$${NATS_URL:-$$(python3 scripts/runinfo.py nats --as ops)}"
+	@url="$${NATS_URL:-$$(python3 scripts/runinfo.py nats --as ops)}" || { echo "make provision:" \
+	  "start make run first, or set NATS_URL to the bus with the ops user's credentials" >&2; exit 1; }; \
+	$(UV) run --no-sync python -m quiz_servicekit.provision --nats-url "$$url"
 
 test: env lint typecheck
 	@scripts/ensure-test-tools.sh

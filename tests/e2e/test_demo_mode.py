@@ -98,6 +98,10 @@ def test_the_wand_answers_the_readme_drafts_sensibly(demo: Demo) -> None:
     )
     right = [c["text"] for c in mcq["config"]["choices"] if c["correct"]]
     assert right == ["4"], mcq
+    # The demo's proposal passes the review's lint (numbers in order: iwf criterion 16).
+    numbers = [float(c["text"]) for c in mcq["config"]["choices"]]
+    assert numbers == sorted(numbers), mcq
+    assert mcq["lint"]["findings"] == [], mcq["lint"]
     assert "42" not in [c["text"] for c in mcq["config"]["choices"]]
     assert mcq["explanation"].startswith(DEMO_LABEL)
 
