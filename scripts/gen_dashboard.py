@@ -478,6 +478,10 @@ def panels() -> list[dict[str, Any]]:
                     "NATS internal (1 h) {{__name__}}",
                 ),
                 ("max(quiz_llm_gateway_settle_journal_pending)", "settles not in the ledger"),
+                (
+                    "sum by (reason) (increase(quiz_llm_gateway_journal_rejected_total[1h]))",
+                    "journal entries refused (1 h, QuizLlmJournalForged) {{reason}}",
+                ),
             ],
         ),
         _panel(

@@ -241,7 +241,10 @@ async def test_a_stream_made_with_one_replica_is_scaled_up_at_the_next_start(
         # a moment after the stream).
         async def consumer_replicas() -> int:
             info = await js.consumer_info(f"S{t}", f"kit-{t}-worker")
-            assert info.cluster is not None
+            if info.cluster is None:
+                # Seen on a loaded host: while the consumer's group is re-formed on three
+                # nodes, its info may come without cluster details; asked again.
+                return 0
             return 1 + len(info.cluster.replicas or [])
 
         await eventually(lambda: _equals(consumer_replicas(), 3), timeout_s=60)
