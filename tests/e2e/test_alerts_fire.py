@@ -141,6 +141,11 @@ def user_url(sys_: System, nats_url: str, user: str) -> str:
     return with_credentials(f"nats://{parts.hostname}:{parts.port}", user, password)
 
 
+# editor-assist's own subject: the gateway knows its callers by the subject the bus lets them
+# publish (issue 29 item 5), and generate is editor-assist's purpose.
+CALLER_SUBJECT = subjects.llm_complete_subject("editor-assist")
+
+
 async def model_calls(url: str, stop: asyncio.Event, *, pause_on_ok: bool = True) -> list[str]:
     """llm.v1.complete as editor-assist, each from another teacher (no rate limit in the way),
     one a second (back to back while they answer ok, with `pause_on_ok=False`), until `stop`
@@ -158,7 +163,7 @@ async def model_calls(url: str, stop: asyncio.Event, *, pause_on_ok: bool = True
                 deadline_s=5,
             )
             try:
-                await request(nc, subjects.LLM_COMPLETE, req, CompleteReply, timeout=8)
+                await request(nc, CALLER_SUBJECT, req, CompleteReply, timeout=8)
                 codes.append("ok")
             except Exception as e:
                 codes.append(str(getattr(e, "code", type(e).__name__)))
