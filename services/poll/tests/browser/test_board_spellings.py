@@ -39,6 +39,11 @@ async def test_a_new_spelling_waits_on_the_board_until_approved(
         await answer(http, site, ev, n, ["VELO 🖕"])
     fresh = board.locator('li.variant[data-key="velo"] .new-spellings')
     await fresh.wait_for()
+    # The spelling shows with the first of the two answers: the board's next frame brings the
+    # second (its counts), so wait for that before reading the row.
+    await board.wait_for_function(
+        "() => document.querySelector('#counts').innerText.startsWith('3 answers')"
+    )
     assert "VELO 🖕" in await fresh.text_content()
     # One clear state (issue 34): "new spelling to approve", no "approved" beside it, the one
     # approval offered names it, and the header counts it among the ideas waiting.
