@@ -19,10 +19,6 @@ class Settings(ServiceSettings):
     llm_deadline_s: float = Field(default=60.0, gt=0)
     # Compile once + every case under the runner's own limits, plus the queueing on NATS.
     runner_timeout_s: float = Field(default=45.0, gt=0)
-    # A wand request answered from the gateway's stored reply reuses the settled run kept
-    # beside it (quiz_editor_assist.settled) for as long as the gateway keeps the reply: its
-    # LLM_GATEWAY_IDEMPOTENCY_TTL_S (600 s).
-    settled_ttl_s: float = Field(default=600.0, gt=0)
     # Settle runs of one person at once on a replica (quiz_editor_assist.runner_quota).
     runner_per_person: int = Field(default=2, ge=1)
     # The lint of the proposal (review.v1.lint, issue 30): sub-millisecond at the review, so a

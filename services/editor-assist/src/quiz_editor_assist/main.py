@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from fastapi import FastAPI
 
+from quiz_contracts.topology import GENERATE_SETTLED_TTL_S
 from quiz_editor_assist import api, handlers, settled
 from quiz_editor_assist.config import Settings
 from quiz_editor_assist.docs import install_docs
@@ -34,7 +35,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         # The settled runs, shared by every replica (quiz_editor_assist.settled).
         # Provisioned by operations (quiz_contracts.topology, its TTL the bucket's): opened,
         # never made (issue 29 item 1).
-        kv, _ = await open_lease_bucket(rt.js, settled.BUCKET, ttl_s=settings.settled_ttl_s)
+        kv, _ = await open_lease_bucket(rt.js, settled.BUCKET, ttl_s=GENERATE_SETTLED_TTL_S)
         rt.watch_stream(f"KV_{settled.BUCKET}")
         service.set(
             GenerateService(

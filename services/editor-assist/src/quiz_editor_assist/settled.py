@@ -10,8 +10,9 @@ reply is now kept beside the stored reply, in the cluster's NATS KV bucket `gene
   (a new model call, after the stored reply expired, is a new proposal: it runs afresh);
 - value: the sha256 of the run request and the runner's reply. A reply is reused only for the
   identical run request (same code, cases and limits), so it is what running would give again.
-- entries expire with the gateway's stored replies (`EDITOR_ASSIST_SETTLED_TTL_S`, 600 s as the
-  gateway's `idempotency_ttl_s`).
+- entries expire with the gateway's stored replies: the bucket's TTL, provisioned from
+  `quiz_contracts.topology.GENERATE_SETTLED_TTL_S` (600 s, the gateway's
+  `LLM_GATEWAY_IDEMPOTENCY_TTL_S` default).
 
 Only a run that happened is kept: a busy or absent runner leaves nothing, so the next try runs.
 The store is a saving, not a source of truth: when NATS cannot read or write it, the run simply
