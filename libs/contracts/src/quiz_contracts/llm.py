@@ -17,13 +17,46 @@ Usd = Annotated[Decimal, PlainSerializer(lambda v: str(v), return_type=str, when
 
 
 class Purpose(StrEnum):
-    """Why a call is made; selects the model (PURPOSE_MODELS) and the per-person limit."""
+    """Why a call is made; selects the model (PURPOSE_MODELS) and the per-person limit.
+
+    Ours (generate, review, poll, lesson_fix, assistant) and, beside them, the platform's own
+    (FACTS E2, `LLM_PURPOSES`: test, grade, generate, review, poll, assist, describe, domain,
+    concepts), so the platform's calls keep their purpose here (`PLATFORM_PURPOSES`).
+    """
 
     generate = "generate"  # ADR-059: the wand, the teacher as user
     review = "review"  # ADR-060: the night (user null) or "Review now" (the teacher)
     poll = "poll"  # ADR-071 §12: user null, billed to the teacher running the poll
     lesson_fix = "lesson_fix"
     assistant = "assistant"
+    # The platform's (FACTS E2): the settings screen's connection test, the grading pass
+    # (ADR-058 §8), the teacher assistant (ADR-080: our `assistant` by its platform name), a
+    # pool's proposed description, a public pool's bilingual label (ADR-095), the
+    # vocabulary's probable duplicates (ADR-081).
+    test = "test"
+    grade = "grade"
+    assist = "assist"
+    describe = "describe"
+    domain = "domain"
+    concepts = "concepts"
+
+
+# The platform's purpose names (FACTS E2) → the purpose they are here. Eight are the same word;
+# the platform's `assist` is the teacher assistant we call `assistant`: both are accepted, keep
+# their own ledger rows, and share one rate limit default and the assistant's share of the cap.
+PLATFORM_PURPOSES: dict[str, Purpose] = {
+    "test": Purpose.test,
+    "grade": Purpose.grade,
+    "generate": Purpose.generate,
+    "review": Purpose.review,
+    "poll": Purpose.poll,
+    "assist": Purpose.assist,
+    "describe": Purpose.describe,
+    "domain": Purpose.domain,
+    "concepts": Purpose.concepts,
+}
+# The teacher assistant under either name (ADR-080 §4: its share of the cap counts both).
+ASSISTANT_PURPOSES: frozenset[Purpose] = frozenset({Purpose.assistant, Purpose.assist})
 
 
 # Issue 29 item 5: the purposes each calling service may spend on (its bus user, learnt by the
@@ -34,6 +67,19 @@ CALLER_PURPOSES: dict[str, frozenset[Purpose]] = {
     "review": frozenset({Purpose.review}),
     "poll": frozenset({Purpose.poll}),
     "lesson-fix": frozenset({Purpose.lesson_fix}),
+    # The platform's own calls (FACTS E2) that none of our services makes: its connection test,
+    # grading, the assistant (either name), descriptions, domain labels, concepts.
+    "platform": frozenset(
+        {
+            Purpose.test,
+            Purpose.grade,
+            Purpose.assist,
+            Purpose.assistant,
+            Purpose.describe,
+            Purpose.domain,
+            Purpose.concepts,
+        }
+    ),
 }
 BILLING_PURPOSES: frozenset[Purpose] = frozenset({Purpose.poll})
 
@@ -128,6 +174,22 @@ class CompleteReply(WireModel):
             "structured output is never returned cut (llm_failed instead)."
         ),
     )
+    # Issue 31 item 6 (additive in v1): the quota left, so a caller can say so before the next.
+    remaining_usd: Usd | None = Field(
+        default=None,
+        description=(
+            "The day's cap minus what is spent and held, after this call (USD, the Zurich day); "
+            "null when the gateway could not read it."
+        ),
+    )
+    remaining_calls: int | None = Field(
+        default=None,
+        ge=0,
+        description=(
+            "This person's calls left for the purpose in the current rate window, after this "
+            "one; null when the call has no per-person limit (no person, or a limit of 0)."
+        ),
+    )
 
 
 class AvailabilityRequest(WireModel):
@@ -160,6 +222,15 @@ class UsageRequest(WireModel):
         description=(
             "Also report the worst case the gateway would hold for exactly this request "
             "(ADR-060 §5: a caller's share uses the gateway's own formula, never a second one)."
+        ),
+    )
+    prompt_chars: int | None = Field(
+        default=None,
+        ge=0,
+        description=(
+            "With `estimate`: the prompt's size as the platform's night counts it (FACTS E: "
+            "characters, UTF-16 units, of the config's JSON + the explanation + the system "
+            "prompt); the reply's `share_estimate_usd` is then the platform's worst case."
         ),
     )
 
@@ -214,11 +285,21 @@ class UsageReply(WireModel):
             "purpose, prices, max_output_tokens, prompt size); null without one."
         ),
     )
+    share_estimate_usd: Usd | None = Field(
+        default=None,
+        description=(
+            "The worst case of `estimate` as the platform's night computes it (FACTS E): "
+            "(ceil(prompt_chars / 3) × input price + max_output_tokens × output price) / 10⁶ at "
+            "the purpose's model's price; null without `estimate` and `prompt_chars`."
+        ),
+    )
 
 
 __all__ = [
+    "ASSISTANT_PURPOSES",
     "BILLING_PURPOSES",
     "CALLER_PURPOSES",
+    "PLATFORM_PURPOSES",
     "AvailabilityReply",
     "AvailabilityRequest",
     "CompleteReply",

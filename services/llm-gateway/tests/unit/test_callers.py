@@ -16,10 +16,35 @@ OWN = {
 }
 
 
+# The platform's own calls (FACTS E2) that none of our services makes (issue 31 item 1).
+PLATFORM = {
+    Purpose.test,
+    Purpose.grade,
+    Purpose.assist,
+    Purpose.assistant,
+    Purpose.describe,
+    Purpose.domain,
+    Purpose.concepts,
+}
+
+
 def test_the_table_gives_each_service_its_own_purpose_only() -> None:
     assert {caller: set(p) for caller, p in CALLER_PURPOSES.items()} == {
-        caller: {purpose} for caller, purpose in OWN.items()
+        **{caller: {purpose} for caller, purpose in OWN.items()},
+        "platform": PLATFORM,
     }
+
+
+def test_the_platform_calls_for_its_own_purposes_never_a_services() -> None:
+    for purpose in PLATFORM:
+        authorize("platform", purpose, None, "teacher-1")
+    for purpose in OWN.values():
+        with pytest.raises(ContractError) as e:
+            authorize("platform", purpose, None, "teacher-1")
+        assert e.value.code == ErrorCode.forbidden
+    # The assistant bills the person acting.
+    with pytest.raises(ContractError):
+        authorize("platform", Purpose.assist, "someone-else", "teacher-1")
 
 
 @pytest.mark.parametrize("caller", sorted(OWN))
@@ -39,7 +64,7 @@ def test_another_services_purpose_is_forbidden(caller: str, purpose: Purpose) ->
     assert purpose.value in e.value.message
 
 
-@pytest.mark.parametrize("caller", ["runner", "platform", "monitor", "llm-gateway", "nobody"])
+@pytest.mark.parametrize("caller", ["runner", "monitor", "llm-gateway", "nobody"])
 def test_a_user_not_in_the_table_may_not_call_at_all(caller: str) -> None:
     with pytest.raises(ContractError) as e:
         authorize(caller, Purpose.generate, None, None)

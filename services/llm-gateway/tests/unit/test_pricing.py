@@ -9,10 +9,14 @@ import pytest
 from quiz_llm_gateway.config import Settings
 from quiz_llm_gateway.domain.pricing import (
     DEFAULT_PRICES,
+    PLATFORM_DEFAULT_MODEL,
+    PLATFORM_PRICES,
     ModelPrice,
     PricingError,
     check_models_priced,
+    dearest,
     estimate_input_tokens,
+    listed_model,
     micros,
     parse_prices,
     price_for,
@@ -47,9 +51,14 @@ def test_input_bound_is_at_least_the_utf8_bytes() -> None:
     assert with_tool > bound
 
 
-def test_unknown_price_is_a_configuration_error_not_zero() -> None:
-    with pytest.raises(PricingError, match="claude-unknown"):
-        check_models_priced({"poll": "claude-unknown"}, DEFAULT_PRICES)
+def test_an_unknown_anthropic_id_takes_the_dearest_price_never_zero() -> None:
+    # FACTS E2: "any other id takes the dearest price" (the estimate errs on the cap's side).
+    assert price_for("claude-unknown", DEFAULT_PRICES) == ModelPrice(Decimal("4"), Decimal("20"))
+    check_models_priced({"poll": "claude-unknown"}, DEFAULT_PRICES)
+    # Another provider's model is never guessed: its price must be configured.
+    assert price_for("openai-compat/llama-3", DEFAULT_PRICES) is None
+    with pytest.raises(PricingError, match="openai-compat/llama-3"):
+        check_models_priced({"poll": "openai-compat/llama-3"}, DEFAULT_PRICES)
     with pytest.raises(PricingError, match="not free"):
         parse_prices({"m": {"input": 0, "output": 0}})
     with pytest.raises(PricingError):
@@ -59,13 +68,22 @@ def test_unknown_price_is_a_configuration_error_not_zero() -> None:
     )
 
 
+def test_the_dearest_is_per_component_over_the_listed_anthropic_models() -> None:
+    prices = {
+        "claude-a": ModelPrice(Decimal("10"), Decimal("5")),
+        "claude-b": ModelPrice(Decimal("1"), Decimal("30")),
+        "openai-compat/big": ModelPrice(Decimal("99"), Decimal("99")),
+    }
+    assert dearest(prices) == ModelPrice(Decimal("10"), Decimal("30"))
+
+
 def test_gateway_refuses_to_start_with_an_unpriced_purpose_model() -> None:
-    settings = Settings(purpose_models={"review": "claude-mystery-9"})
+    settings = Settings(purpose_models={"review": "openai-compat/mystery-9"})
     with pytest.raises(PricingError):
         Gateway.check_settings(settings)
     ok = Settings(
-        purpose_models={"review": "claude-mystery-9"},
-        model_prices={"claude-mystery-9": {"input": "2", "output": "10"}},
+        purpose_models={"review": "openai-compat/mystery-9"},
+        model_prices={"openai-compat/mystery-9": {"input": "2", "output": "10"}},
     )
     Gateway.check_settings(ok)
 
@@ -94,25 +112,44 @@ def test_money_conversions_are_exact() -> None:
     assert str(usd(12_345_678)) == "12.345678"
 
 
-def test_a_dated_snapshot_of_a_listed_model_takes_its_price() -> None:
-    listed = {"claude-sonnet-5": ModelPrice(Decimal("2"), Decimal("10"))}
-    assert price_for("claude-sonnet-5-20260115", listed) == listed["claude-sonnet-5"]
-    assert price_for("claude-sonnet-5", listed) == listed["claude-sonnet-5"]
-    # Only a date: another model whose id extends a listed one keeps no price of its own.
-    assert price_for("claude-sonnet-5-5", listed) is None
-    assert price_for("claude-sonnet-5-2026011", listed) is None
-    assert price_for("claude-sonnet-5-20261399", listed) is None
-    assert price_for("claude-sonnet-5-20260115-preview", listed) is None
-    assert price_for("claude-opus-5-20260115", listed) is None
-    # A snapshot listed with its own price keeps it.
-    own = {**listed, "claude-sonnet-5-20260115": ModelPrice(Decimal("1"), Decimal("1"))}
-    assert price_for("claude-sonnet-5-20260115", own) == own["claude-sonnet-5-20260115"]
-    check_models_priced({"review": "claude-sonnet-5-20260115"}, listed)
-    with pytest.raises(PricingError, match="claude-sonnet-5-5"):
-        check_models_priced({"review": "claude-sonnet-5-5"}, listed)
-    prices = with_snapshots({"review": "claude-sonnet-5-20260115", "poll": "x-9"}, listed)
-    assert prices["claude-sonnet-5-20260115"] == listed["claude-sonnet-5"]
-    assert "x-9" not in prices
+def test_a_dated_variant_of_a_listed_model_takes_its_price() -> None:
+    # FACTS E2: "an id that starts with a listed id plus '-' takes that model's price",
+    # whatever follows the dash.
+    listed = {"claude-haiku-4-5": ModelPrice(Decimal("1"), Decimal("5"))}
+    assert price_for("claude-haiku-4-5-20251001", listed) == listed["claude-haiku-4-5"]
+    assert price_for("claude-haiku-4-5-latest", listed) == listed["claude-haiku-4-5"]
+    assert price_for("claude-haiku-4-5", listed) == listed["claude-haiku-4-5"]
+    # No dash after the listed id: another id, the dearest.
+    assert (
+        price_for("claude-haiku-4-520251001", DEFAULT_PRICES) == DEFAULT_PRICES["claude-opus-5-5"]
+    )
+    # A variant listed with its own price keeps it.
+    own = {**listed, "claude-haiku-4-5-20251001": ModelPrice(Decimal("2"), Decimal("2"))}
+    assert price_for("claude-haiku-4-5-20251001", own) == own["claude-haiku-4-5-20251001"]
+    # The longest listed prefix wins: a variant of sonnet-5-5 is never priced as sonnet-5.
+    both = {
+        "claude-sonnet-5": ModelPrice(Decimal("3"), Decimal("15")),
+        "claude-sonnet-5-5": ModelPrice(Decimal("2"), Decimal("10")),
+    }
+    assert price_for("claude-sonnet-5-5-20260115", both) == both["claude-sonnet-5-5"]
+    assert listed_model("claude-sonnet-5-7", both) == "claude-sonnet-5"
+    prices = with_snapshots(
+        {"review": "claude-haiku-4-5-20251001", "poll": "openai-compat/x-9"}, listed
+    )
+    assert prices["claude-haiku-4-5-20251001"] == listed["claude-haiku-4-5"]
+    assert "openai-compat/x-9" not in prices
+
+
+def test_the_defaults_are_the_platforms_models_and_prices() -> None:
+    assert PLATFORM_DEFAULT_MODEL == "claude-sonnet-5-5"
+    assert {
+        m: (p.input_usd_per_mtok, p.output_usd_per_mtok) for m, p in PLATFORM_PRICES.items()
+    } == {
+        "claude-sonnet-5-5": (2, 10),
+        "claude-opus-5-5": (4, 20),
+        "claude-haiku-4-5": (1, 5),
+    }
+    assert all(DEFAULT_PRICES[m] == p for m, p in PLATFORM_PRICES.items())
 
 
 def test_a_replica_starts_on_a_providers_new_snapshot_name() -> None:

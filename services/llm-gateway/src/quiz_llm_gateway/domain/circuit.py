@@ -69,3 +69,29 @@ class CircuitBreaker:
             self.state = CircuitState.open
             self.opened_at = now
             self.probe_in_flight = False
+
+
+@dataclass(slots=True)
+class Circuits:
+    """One breaker per model (issue 31 item 5): an outage of one model (529 overloaded is per
+    model at Anthropic) must not stop its fallback, so each model keeps its own state."""
+
+    failure_threshold: int = 5
+    cooldown_s: float = 30.0
+    by_model: dict[str, CircuitBreaker] = field(default_factory=dict)
+
+    def of(self, model: str) -> CircuitBreaker:
+        """`model`'s breaker (closed until it first fails)."""
+        breaker = self.by_model.get(model)
+        if breaker is None:
+            breaker = CircuitBreaker(self.failure_threshold, self.cooldown_s)
+            self.by_model[model] = breaker
+        return breaker
+
+    def worst(self, now: float, models: list[str] | None = None) -> CircuitState:
+        """The worst state among `models` (all known ones when None): open > half-open >
+        closed. What the replica's gauge and availability show."""
+        order = {CircuitState.closed: 0, CircuitState.half_open: 1, CircuitState.open: 2}
+        names = list(self.by_model) if models is None else models
+        states = [self.of(m).current(now) for m in names]
+        return max(states, key=order.__getitem__, default=CircuitState.closed)

@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime
 from decimal import ROUND_CEILING, Decimal
 from typing import Any
 
@@ -49,16 +47,24 @@ class ModelPrice:
         return int((usd * MICROS_PER_USD).to_integral_value(rounding=ROUND_CEILING))
 
 
-# List prices (USD per MTok, platform.claude.com model pages) of models that accept a forced
-# tool_choice; extend or override with MODEL_PRICES. Sonnet 5.5 refuses forced tool use (400),
-# Haiku 5.5 prices by prompt length: neither is a default.
-DEFAULT_PRICES: dict[str, ModelPrice] = {
+# The platform's closed list (FACTS E/E2, `LLM_MODELS`): its three models at its list prices;
+# claude-sonnet-5-5 is its default model (`DEFAULT_LLM_MODEL`).
+PLATFORM_PRICES: dict[str, ModelPrice] = {
+    "claude-sonnet-5-5": ModelPrice(Decimal("2"), Decimal("10")),
+    "claude-opus-5-5": ModelPrice(Decimal("4"), Decimal("20")),
     "claude-haiku-4-5": ModelPrice(Decimal("1"), Decimal("5")),
-    "claude-haiku-4-5-20251001": ModelPrice(Decimal("1"), Decimal("5")),
+}
+PLATFORM_DEFAULT_MODEL = "claude-sonnet-5-5"
+
+# The platform's list plus other Anthropic models at their list prices (USD per MTok,
+# platform.claude.com model pages), so PURPOSE_MODELS may still name them; extend or override
+# with MODEL_PRICES. `claude-sonnet-5` is left out on purpose: as a prefix of
+# `claude-sonnet-5-5` it would price ids the platform prices as the dearest
+# (`claude-sonnet-5-520260101`, a date without its dash) at its own price.
+DEFAULT_PRICES: dict[str, ModelPrice] = {
+    **PLATFORM_PRICES,
     "claude-sonnet-4-6": ModelPrice(Decimal("3"), Decimal("15")),
-    "claude-sonnet-5": ModelPrice(Decimal("2"), Decimal("10")),
     "claude-sonnet-4-5": ModelPrice(Decimal("3"), Decimal("15")),
-    "claude-sonnet-4-5-20250929": ModelPrice(Decimal("3"), Decimal("15")),
 }
 
 
@@ -78,42 +84,58 @@ def parse_prices(raw: dict[str, Any]) -> dict[str, ModelPrice]:
     return prices
 
 
-# A provider's snapshot of a model: the model's id, "-", the snapshot's date as YYYYMMDD.
-_DATED = re.compile(r"(?P<base>.+)-(?P<date>\d{8})")
+def is_anthropic(model: str) -> bool:
+    """Whether `model` is an Anthropic id (sent to the Messages API as is): one without a
+    provider prefix. `openai-compat/<model>` ids (issue 31, a self-hosted server) are not."""
+    return "/" not in model
+
+
+def listed_model(model: str, prices: Mapping[str, ModelPrice]) -> str | None:
+    """The listed id whose price `model` takes: itself, else the longest listed id that
+    `model` starts with followed by "-" (a dated variant, `claude-opus-5-5-20260301` of
+    `claude-opus-5-5`, whatever follows the dash: FACTS E2); None for any other id."""
+    if model in prices:
+        return model
+    variants = [m for m in prices if model.startswith(f"{m}-")]
+    return max(variants, key=len) if variants else None
+
+
+def dearest(prices: Mapping[str, ModelPrice]) -> ModelPrice:
+    """The price an unknown Anthropic id is held at (FACTS E2: "any other id takes the dearest
+    price"): the highest input and the highest output price of the listed Anthropic models —
+    with the defaults, claude-opus-5-5's $4/$20, the platform's dearest. Taken per component
+    so no listed model costs more for any mix of tokens."""
+    listed = [p for m, p in prices.items() if is_anthropic(m)] or list(PLATFORM_PRICES.values())
+    return ModelPrice(
+        max(p.input_usd_per_mtok for p in listed), max(p.output_usd_per_mtok for p in listed)
+    )
 
 
 def price_for(model: str, prices: Mapping[str, ModelPrice]) -> ModelPrice | None:
-    """`model`'s price: its own entry, else — for a dated snapshot `<listed id>-YYYYMMDD`
-    (`claude-sonnet-4-5-20250929` of `claude-sonnet-4-5`) — the listed model's; None otherwise.
-
-    The platform gives any `<listed id>-…` the listed price; only a date suffix does here:
-    `claude-sonnet-5-5` (another model, another price) must not pass for `claude-sonnet-5`.
-    A date that is not a calendar day (`…-20251399`) is no snapshot.
-    """
-    if model in prices:
-        return prices[model]
-    dated = _DATED.fullmatch(model)
-    if dated is None or dated["base"] not in prices:
-        return None
-    try:
-        datetime.strptime(dated["date"], "%Y%m%d")
-    except ValueError:
-        return None
-    return prices[dated["base"]]
+    """`model`'s price: its own entry, else its listed model's (a dated variant), else — for
+    an Anthropic id — the dearest (FACTS E2: the estimate errs on the side of the cap); None
+    for a model of another provider that has no entry of its own (`openai-compat/…`: its
+    price must be configured, never guessed)."""
+    listed = listed_model(model, prices)
+    if listed is not None:
+        return prices[listed]
+    return dearest(prices) if is_anthropic(model) else None
 
 
-def check_models_priced(models: dict[str, str], prices: Mapping[str, ModelPrice]) -> None:
-    """Refuse to start when a purpose's model has no price (its own, or its dated base's)."""
+def check_models_priced(models: Mapping[str, str], prices: Mapping[str, ModelPrice]) -> None:
+    """Refuse to start when a purpose's model has no price: only a model of another provider
+    without its own entry (an Anthropic id always has one: its own, its listed model's, or
+    the dearest)."""
     missing = sorted({m for m in models.values() if price_for(m, prices) is None})
     if missing:
         raise PricingError(f"no price for model(s) {', '.join(missing)}: set MODEL_PRICES")
 
 
 def with_snapshots(
-    models: dict[str, str], prices: Mapping[str, ModelPrice]
+    models: Mapping[str, str], prices: Mapping[str, ModelPrice]
 ) -> dict[str, ModelPrice]:
-    """`prices` plus an entry for each purpose's model priced through its dated base, so a
-    replica starts on a provider's new snapshot name (PURPOSE_MODELS) without MODEL_PRICES."""
+    """`prices` plus an entry for each purpose's model priced through `price_for` (a dated
+    variant, an unknown Anthropic id at the dearest), so the call path looks prices up by id."""
     out = dict(prices)
     for model in models.values():
         price = price_for(model, prices)
