@@ -62,9 +62,24 @@ export type ErrorCode =
 /**
  * Why a call is made; selects the model (PURPOSE_MODELS) and the per-person limit.
  *
+ * Ours (generate, review, poll, lesson_fix, assistant) and, beside them, the platform's own
+ * (FACTS E2, `LLM_PURPOSES`: test, grade, generate, review, poll, assist, describe, domain,
+ * concepts), so the platform's calls keep their purpose here (`PLATFORM_PURPOSES`).
+ *
  * Part of written and read shapes alike.
  */
-export type Purpose = "generate" | "review" | "poll" | "lesson_fix" | "assistant";
+export type Purpose =
+  | "generate"
+  | "review"
+  | "poll"
+  | "lesson_fix"
+  | "assistant"
+  | "test"
+  | "grade"
+  | "assist"
+  | "describe"
+  | "domain"
+  | "concepts";
 /**
  * How much the model should spend on its answer (text, tool input, thinking).
  *
@@ -1322,6 +1337,14 @@ export interface CompleteReply {
    * Why the model stopped (the provider's stop_reason: end_turn, tool_use, max_tokens, refusal…). A free-text output with `max_tokens` was cut by max_output_tokens; a structured output is never returned cut (llm_failed instead).
    */
   stop_reason: string | null;
+  /**
+   * The day's cap minus what is spent and held, after this call (USD, the Zurich day); null when the gateway could not read it.
+   */
+  remaining_usd: string | null;
+  /**
+   * This person's calls left for the purpose in the current rate window, after this one; null when the call has no per-person limit (no person, or a limit of 0).
+   */
+  remaining_calls: number | null;
 }
 /**
  * Tokens and cost of a call, summed over its attempts.
@@ -3195,6 +3218,10 @@ export interface UsageReply {
    * The worst case the gateway would hold for the request's `estimate` (model of its purpose, prices, max_output_tokens, prompt size); null without one.
    */
   estimate_usd: string | null;
+  /**
+   * The worst case of `estimate` as the platform's night computes it (FACTS E): (ceil(prompt_chars / 3) × input price + max_output_tokens × output price) / 10⁶ at the purpose's model's price; null without `estimate` and `prompt_chars`.
+   */
+  share_estimate_usd: string | null;
 }
 /**
  * `llm.v1.usage` request: today (Europe/Zurich) unless day is given.
@@ -3211,6 +3238,10 @@ export interface UsageRequest {
    * Also report the worst case the gateway would hold for exactly this request (ADR-060 §5: a caller's share uses the gateway's own formula, never a second one).
    */
   estimate?: CompleteRequest | null;
+  /**
+   * With `estimate`: the prompt's size as the platform's night counts it (FACTS E: characters, UTF-16 units, of the config's JSON + the explanation + the system prompt); the reply's `share_estimate_usd` is then the platform's worst case.
+   */
+  prompt_chars?: number | null;
 }
 /**
  * Every subject, stream and filter of quiz_contracts.subjects under its Python name
