@@ -284,16 +284,20 @@ class LlmClient:
         day: date | None = None,
         billed_to: str | None = None,
         estimate: CompleteRequest | None = None,
+        prompt_chars: int | None = None,
     ) -> UsageReply:
         """The day's spend (today, Europe/Zurich, by default); ContractError when unanswered.
 
         With `estimate`, the reply's `estimate_usd` is the worst case the gateway would hold
-        for exactly that request (ADR-060 §5).
+        for exactly that request (ADR-060 §5); with `prompt_chars` too, `share_estimate_usd`
+        is that request's worst case as the platform's night computes it (FACTS E).
         """
         return await request(
             self._nc,
             subjects.LLM_USAGE,
-            UsageRequest(day=day, billed_to=billed_to, estimate=estimate),
+            UsageRequest(
+                day=day, billed_to=billed_to, estimate=estimate, prompt_chars=prompt_chars
+            ),
             UsageReply,
             timeout=self.query_timeout_s,
         )

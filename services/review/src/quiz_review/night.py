@@ -1,10 +1,12 @@
 """The night (ADR-060 §3): the hourly task `llm.review`, within its share of the day's cap.
 
 Inside the Zurich window, under the lease, newest candidate first, one call at a time, and
-before EACH call the gateway is asked (`llm.v1.usage` with the next call as `estimate`) for
-today's no-person review spend, its in-flight holds and the worst case of that call, so the
-night stops before its share of the cap is crossed. The rules are `domain/night.py`'s; this
-module runs them against the repository, the gateway and the lease.
+before EACH call the gateway is asked (`llm.v1.usage` with the next call as `estimate` and its
+prompt's size as the platform counts it, `prompt_chars`) for today's no-person review spend,
+its in-flight holds and the worst case of that call as the platform computes it (FACTS E,
+`share_estimate_usd`; a gateway that gives none: its own hold, `estimate_usd`), so the night
+stops before its share of the cap is crossed, deciding as the platform decides. The rules are
+`domain/night.py`'s; this module runs them against the repository, the gateway and the lease.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from quiz_review.domain.night import (
     night_share_usd,
     share_allows,
 )
+from quiz_review.domain.prompt import platform_prompt_chars
 from quiz_review.metrics import ReviewMetrics
 from quiz_review.repository import ReviewRepository
 from quiz_review.reviewer import Clock, Reviewer
@@ -117,8 +120,9 @@ class ReviewNight:
             if version is None:
                 continue  # deleted since the query
             call = self._reviewer.call(version, None, night_call_id(version.version_id, day))
+            chars = platform_prompt_chars(version.config, version.explanation)
             try:
-                budget = await self.budget(call)
+                budget = await self.budget(call, chars)
             except ContractError as e:
                 # No answer from the gateway: no figures, no call (never spend blind).
                 log.warning("the night cannot ask the gateway for its budget: %s", e.message)
@@ -149,15 +153,17 @@ class ReviewNight:
                 reviewed += 1
         return NightRun("done", reviewed, failed, len(candidates))
 
-    async def budget(self, call: CompleteRequest) -> NightBudget:
+    async def budget(self, call: CompleteRequest, prompt_chars: int | None = None) -> NightBudget:
         """The share check's figures, asked of the gateway in ONE `llm.v1.usage` request.
 
         spent = today's review calls by no person (`by_purpose.review.no_person.cost_usd`) plus
-        their in-flight holds (`held_by_purpose.review.no_person`); next = the gateway's own
-        worst case of `call` (`estimate_usd`: its formula, its prices; None when it gave none,
-        and the night then stops rather than guess).
+        their in-flight holds (`held_by_purpose.review.no_person`); next = the worst case of
+        `call` as the platform computes it from `prompt_chars` (`share_estimate_usd`: the
+        gateway's prices, the platform's formula, FACTS E), else the gateway's own hold
+        (`estimate_usd`: a gateway that does not know the platform's formula); None when it
+        gave neither, and the night then stops rather than guess.
         """
-        usage = await self.usage(call)
+        usage = await self.usage(call, prompt_chars)
         spend = usage.by_purpose.get(Purpose.review)
         held = usage.held_by_purpose.get(Purpose.review)
         spent = (spend.no_person.cost_usd if spend else Decimal(0)) + (
@@ -167,11 +173,18 @@ class ReviewNight:
             cap_usd=usage.cap_usd,
             share_usd=night_share_usd(usage.cap_usd, self._settings.night_share),
             spent_usd=spent,
-            next_usd=usage.estimate_usd,
+            next_usd=(
+                usage.share_estimate_usd
+                if usage.share_estimate_usd is not None
+                else usage.estimate_usd
+            ),
         )
         self.last_budget = budget
         return budget
 
-    async def usage(self, call: CompleteRequest | None = None) -> UsageReply:
-        """`llm.v1.usage` for today, with `call`'s worst case when given."""
-        return await self._llm.usage(estimate=call)
+    async def usage(
+        self, call: CompleteRequest | None = None, prompt_chars: int | None = None
+    ) -> UsageReply:
+        """`llm.v1.usage` for today, with `call`'s worst case when given (and the platform's,
+        with `prompt_chars`)."""
+        return await self._llm.usage(estimate=call, prompt_chars=prompt_chars)

@@ -15,9 +15,11 @@ from quiz_review.domain.prompt import (
     REVIEW_MAX_OUTPUT_TOKENS,
     REVIEW_OUTPUT_SCHEMA,
     SYSTEM_PROMPT,
+    platform_prompt_chars,
     question_document,
     review_prompt,
     review_request,
+    utf16_length,
 )
 
 CONFIG: dict[str, Any] = {
@@ -132,3 +134,20 @@ def test_the_call_is_purpose_review_effort_low_four_thousand_tokens() -> None:
     assert now.user == "teacher-1"
     # Nothing but the question: the document is exactly type, config and explanation.
     assert question_document("mcq", CONFIG, EXPLANATION) in now.messages[0].content
+
+
+def test_the_prompt_is_counted_as_the_platforms_night_counts_it() -> None:
+    """FACTS E: promptChars = JSON.stringify(config).length + explanation.length + system's,
+    JavaScript's length being UTF-16 code units."""
+    config = {
+        "prompt": "Quelle est la capitale ? 🌍",
+        "choices": [{"text": "Berne", "correct": True}],
+    }
+    json_text = (
+        '{"prompt":"Quelle est la capitale ? 🌍","choices":[{"text":"Berne","correct":true}]}'
+    )
+    # The globe is one character but two UTF-16 units (as `"🌍".length === 2`).
+    assert utf16_length("🌍") == 2
+    assert utf16_length("é") == 1
+    expected = (len(json_text) + 1) + len("Parce que.") + len(SYSTEM_PROMPT)
+    assert platform_prompt_chars(config, "Parce que.") == expected

@@ -7,13 +7,15 @@ Script of one hourly run of the task (the lease, the queries and the calls are t
     for version in night_candidates(latest_versions, opted_in_pools, now, limit):
         call = prompt.review_request(version..., user=None)
         spent = <today's no-person review cost, in-flight calls at their worst case>
-        worst = <the gateway's worst case of `call`>
+        worst = <the platform's worst case of `call`, by the gateway's prices>
         if not share_allows(spent, worst, share): stop         # never the gateway's refusal
         try: <llm.v1.complete(call)> → store clean/findings
         except code: if night_stops_on(code): stop; else store failed and go on
 
 Today and midnight are Europe/Zurich, like the gateway's budget day. The worst case is NOT
-computed here: it is the gateway's formula and prices (see `share_allows`).
+computed here: it is the platform's formula (FACTS E: ceil(promptChars / 3) input tokens +
+4000 output tokens) at the gateway's prices, which the gateway computes from the prompt size
+counted here (`prompt.platform_prompt_chars`; see `share_allows`).
 """
 
 from __future__ import annotations
@@ -127,8 +129,8 @@ def share_allows(spent_usd: Decimal, worst_case_next_usd: Decimal, share_usd: De
     """Whether the next call may start: `spent + worst_case(next) <= share` (equality allowed).
 
     `spent_usd`: today's review calls made by no person, in-flight ones at their worst case.
-    `worst_case_next_usd`: the most the next call can cost, by the GATEWAY's own formula and
-    prices — asked of the gateway, never computed a second way here.
+    `worst_case_next_usd`: the most the next call can cost as the platform counts it (FACTS E)
+    at the GATEWAY's prices — asked of the gateway, never priced a second way here.
     Exact decimals in, no float anywhere.
     """
     return spent_usd + worst_case_next_usd <= share_usd

@@ -144,6 +144,20 @@ def review_prompt(type_name: str, config: Any, explanation: str) -> ReviewPrompt
     return ReviewPrompt(system=SYSTEM_PROMPT, user=user)
 
 
+def utf16_length(text: str) -> int:
+    """`text.length` in JavaScript: UTF-16 code units (a character beyond U+FFFF counts 2)."""
+    return len(text.encode("utf-16-le")) // 2
+
+
+def platform_prompt_chars(config: Any, explanation: str) -> int:
+    """The prompt's size as the platform's night counts it for its worst case (FACTS E,
+    `promptChars`): the config's JSON (compact, as `JSON.stringify` writes it) + the
+    explanation + the system prompt, in UTF-16 code units as JavaScript's `length` counts.
+    (Our system prompt is ours: its own length, as the platform counts its own.)"""
+    document = json.dumps(config, ensure_ascii=False, separators=(",", ":"))
+    return utf16_length(document) + utf16_length(explanation) + utf16_length(SYSTEM_PROMPT)
+
+
 def review_request(
     type_name: str,
     config: Any,
