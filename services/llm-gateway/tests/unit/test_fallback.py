@@ -48,11 +48,12 @@ def test_under_local_residency_no_fallback_leaves_the_schools_servers() -> None:
         "openai-compat/llama",
         "openai-compat/qwen",
     )
-    # A model that is not local has no chain at all there (the purpose is refused upstream).
-    assert (
-        chain("claude-sonnet-5-5", {"claude-sonnet-5-5": ("claude-haiku-4-5",)}, local_only=True)
-        == ()
-    )
+    # The purpose's own model stays first: refusing a model that is not local is the
+    # residency check's, before any chain; none of its fallbacks leaves either.
+    assert chain(
+        "claude-sonnet-5-5", {"claude-sonnet-5-5": ("claude-haiku-4-5",)}, local_only=True
+    ) == ("claude-sonnet-5-5",)
+    assert not is_local("openai-compat/")
 
 
 def test_each_model_has_its_own_circuit() -> None:

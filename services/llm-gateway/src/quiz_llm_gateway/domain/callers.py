@@ -5,7 +5,8 @@ publish its own subject only: quiz_contracts.bus), never a field of the payload.
 may call for its own purposes (quiz_contracts.llm.CALLER_PURPOSES: editor-assist `generate`,
 review `review`, poll `poll`, lesson-fix `lesson_fix`; the platform, issue 31, its own purposes
 that none of ours makes: test, grade, assist/assistant, describe, domain, concepts — FACTS E2);
-only a purpose that bills someone other than the person acting (BILLING_PURPOSES: the poll billing its teacher) may set `billed_to`.
+only a purpose that bills someone other than the person acting (BILLING_PURPOSES: the poll
+billing its teacher) may set `billed_to`.
 The plain `llm.v1.complete` (caller None) is the operators' alone (`ops` is account-wide):
 any purpose.
 """

@@ -24,8 +24,9 @@ class FallbackError(ValueError):
 
 
 def is_local(model: str) -> bool:
-    """Whether `model` is answered by a provider the school runs (never leaves its servers)."""
-    return model.startswith(LOCAL_PREFIX)
+    """Whether `model` is answered by a provider the school runs (never leaves its servers):
+    `openai-compat/<model>` (the same rule as gw-openai's `domain.providers.is_local`)."""
+    return model.startswith(LOCAL_PREFIX) and len(model) > len(LOCAL_PREFIX)
 
 
 def parse_fallbacks(raw: Mapping[str, Any]) -> dict[str, tuple[str, ...]]:
@@ -45,11 +46,13 @@ def chain(
     model: str, fallbacks: Mapping[str, tuple[str, ...]], *, local_only: bool = False
 ) -> tuple[str, ...]:
     """The models a call of `model` may be answered by, in order: `model`, then its fallbacks
-    — under `local_only` (LLM_DATA_RESIDENCY=local) only the local ones."""
-    models = (model, *fallbacks.get(model, ()))
+    — under `local_only` (LLM_DATA_RESIDENCY=local) only the local ones. `model` itself is
+    always first: whether it may be called at all is the residency check's (a purpose whose
+    model is not local is refused before any chain)."""
+    following = fallbacks.get(model, ())
     if local_only:
-        return tuple(m for m in models if is_local(m))
-    return models
+        following = tuple(m for m in following if is_local(m))
+    return (model, *following)
 
 
 def fallback_models(fallbacks: Mapping[str, tuple[str, ...]]) -> set[str]:
