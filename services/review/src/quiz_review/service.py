@@ -305,6 +305,9 @@ class ReviewService:
         """The night's last share check (for logs and the bench)."""
         return self.night.last_budget
 
-    async def usage(self, call: CompleteRequest | None = None) -> UsageReply:
-        """`llm.v1.usage` for today, with `call`'s worst case when given."""
-        return await self.night.usage(call)
+    async def usage(
+        self, call: CompleteRequest | None = None, prompt_chars: int | None = None
+    ) -> UsageReply:
+        """`llm.v1.usage` for today, with `call`'s worst case when given (and the platform's,
+        with `prompt_chars`)."""
+        return await self.night.usage(call, prompt_chars)
