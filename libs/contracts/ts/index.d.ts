@@ -2014,7 +2014,7 @@ export interface JournalLedgerRow {
   day: string;
   call_id: string;
   /**
-   * 0 for a refusal, else 1 or 2.
+   * 0 for a refusal, else the attempt's number: 1, then 2 after an unreadable reply or for a fallback model (issue 31), and so on.
    */
   attempt: number;
   purpose: string;

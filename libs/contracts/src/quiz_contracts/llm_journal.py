@@ -47,7 +47,12 @@ class JournalLedgerRow(WireModel):
     at: datetime
     day: date
     call_id: str
-    attempt: int = Field(description="0 for a refusal, else 1 or 2.")
+    attempt: int = Field(
+        description=(
+            "0 for a refusal, else the attempt's number: 1, then 2 after an unreadable reply "
+            "or for a fallback model (issue 31), and so on."
+        )
+    )
     purpose: str
     person: str | None
     billed_to: str | None
