@@ -24,12 +24,15 @@ from quiz_contracts.llm import (
     Purpose,
     UsageReply,
 )
-from quiz_llm_gateway.admission import Admissions
-from quiz_llm_gateway.attempts import Attempts, attempt_worst_case, request_shape
-from quiz_llm_gateway.calls import CallRecord, new_id, time_left_s
+from quiz_llm_gateway.admission.admissions import Admissions
+from quiz_llm_gateway.call.attempts import Attempts, attempt_worst_case, request_shape
+from quiz_llm_gateway.call.provider import Provider
+from quiz_llm_gateway.call.record import CallRecord, time_left_s
+from quiz_llm_gateway.call.retries import ProviderCalls
 from quiz_llm_gateway.config import Settings
 from quiz_llm_gateway.domain.callers import authorize
 from quiz_llm_gateway.domain.circuit import CircuitBreaker
+from quiz_llm_gateway.domain.ids import new_id
 from quiz_llm_gateway.domain.output import InvalidSchema, cached_validator
 from quiz_llm_gateway.domain.pricing import (
     DEFAULT_PRICES,
@@ -39,14 +42,13 @@ from quiz_llm_gateway.domain.pricing import (
     usd,
     with_snapshots,
 )
-from quiz_llm_gateway.idempotency import RequestIds, request_digest
-from quiz_llm_gateway.journal import SettleJournal
-from quiz_llm_gateway.ledger import Ledger
 from quiz_llm_gateway.metrics import GatewayMetrics
-from quiz_llm_gateway.provider_calls import Provider, ProviderCalls
 from quiz_llm_gateway.reports import Reports
-from quiz_llm_gateway.repository import Repository, is_outage
-from quiz_llm_gateway.stream_journal import StreamJournal
+from quiz_llm_gateway.rows import Repository, is_outage
+from quiz_llm_gateway.settlement.journal import SettleJournal
+from quiz_llm_gateway.settlement.ledger import Ledger
+from quiz_llm_gateway.settlement.requests import RequestIds, request_digest
+from quiz_llm_gateway.settlement.stream_journal import StreamJournal
 
 log = logging.getLogger(__name__)
 

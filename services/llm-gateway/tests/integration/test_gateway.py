@@ -13,7 +13,7 @@ import pytest
 from quiz_contracts.errors import ContractError, ErrorCode
 from quiz_contracts.llm import CompleteRequest, Purpose
 from quiz_llm_gateway.domain.circuit import CircuitState
-from quiz_llm_gateway.repository import Held, LedgerRow
+from quiz_llm_gateway.rows import Held, LedgerRow
 from quiz_testkit.anthropic_stub import StubReply
 
 from .conftest import HandClock, leased

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from quiz_llm_gateway.repository import LedgerRow
-from quiz_llm_gateway.writer import SettleWriter
+from quiz_llm_gateway.rows import LedgerRow
+from quiz_llm_gateway.settlement.writer import SettleWriter
 from quiz_testkit.anthropic_stub import StubReply
 
 

@@ -12,7 +12,8 @@ from sqlalchemy.exc import IntegrityError, OperationalError
 from quiz_contracts.errors import ContractError, ErrorCode
 from quiz_contracts.llm import CompleteReply, Usage
 from quiz_contracts.llm_journal import JournalEntry, JournalReply
-from quiz_llm_gateway.journal import (
+from quiz_llm_gateway.rows import Held, LedgerRow
+from quiz_llm_gateway.settlement.journal import (
     decode,
     encode,
     entry_key,
@@ -21,7 +22,6 @@ from quiz_llm_gateway.journal import (
     settle_of,
     transient,
 )
-from quiz_llm_gateway.repository import Held, LedgerRow
 
 ROW = LedgerRow(
     at=datetime(2026, 11, 29, 12, 0, 0, 123456, tzinfo=UTC),

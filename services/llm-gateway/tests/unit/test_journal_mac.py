@@ -15,8 +15,8 @@ from quiz_contracts.llm_journal import JournalEntry, JournalLedgerRow, JournalRe
 from quiz_llm_gateway.domain.journal_mac import check_key, mac_of, sign, verify
 from quiz_llm_gateway.domain.money import check_amounts, check_usd
 from quiz_llm_gateway.domain.pricing import ModelPrice, PricingError, parse_prices
-from quiz_llm_gateway.journal import settle_entry
-from quiz_llm_gateway.repository import Held, LedgerRow
+from quiz_llm_gateway.rows import Held, LedgerRow
+from quiz_llm_gateway.settlement.journal import settle_entry
 
 KEY = secrets.token_hex(32).encode()
 SUBJECT = "llm.v1.journal.db-1"

@@ -12,7 +12,7 @@ from sqlalchemy import exc as sa_exc
 from quiz_llm_gateway.domain.money import check_amounts
 from quiz_llm_gateway.domain.ratelimit import RateDecision, decide
 from quiz_llm_gateway.domain.slices import SliceSizing
-from quiz_llm_gateway.models import BudgetDay, CapLease, LedgerEntry, RateEvent, Reservation
+from quiz_llm_gateway.rows.tables import BudgetDay, CapLease, LedgerEntry, RateEvent, Reservation
 from quiz_servicekit.db import Database, after_commit, read_only, transaction
 
 # The Core tables behind the SQLModel classes (SQLModel declares __table__ only at runtime).

@@ -18,8 +18,8 @@ from collections.abc import Awaitable, Callable
 from quiz_contracts.errors import ContractError, ErrorCode
 from quiz_contracts.llm import CompleteReply, CompleteRequest
 from quiz_llm_gateway.config import Settings
-from quiz_llm_gateway.ledger import Ledger
-from quiz_llm_gateway.repository import Repository
+from quiz_llm_gateway.rows import Repository
+from quiz_llm_gateway.settlement.ledger import Ledger
 from quiz_servicekit.singleflight import SingleFlight
 
 log = logging.getLogger(__name__)

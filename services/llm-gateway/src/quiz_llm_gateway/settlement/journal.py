@@ -32,7 +32,7 @@ from pydantic import ValidationError
 
 from quiz_contracts.errors import ContractError, ErrorCode
 from quiz_contracts.llm_journal import JournalEntry, JournalHold, JournalLedgerRow
-from quiz_llm_gateway.repository import Held, LedgerRow, is_outage
+from quiz_llm_gateway.rows import Held, LedgerRow, is_outage
 
 log = logging.getLogger(__name__)
 Apply = Callable[[JournalEntry], Awaitable[None]]
