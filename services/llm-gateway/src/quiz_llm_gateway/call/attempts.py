@@ -17,10 +17,11 @@ from quiz_contracts.llm import CompleteReply, CompleteRequest
 from quiz_llm_gateway.admission.admissions import Admissions
 from quiz_llm_gateway.admission.leases import CapSlices
 from quiz_llm_gateway.call.provider import ProviderReply
-from quiz_llm_gateway.call.record import CallRecord, time_left_s
+from quiz_llm_gateway.call.record import CallRecord
 from quiz_llm_gateway.call.retries import ProviderCalls, ProviderFailure
 from quiz_llm_gateway.config import Settings
 from quiz_llm_gateway.domain.circuit import CircuitBreaker
+from quiz_llm_gateway.domain.deadlines import time_left_s
 from quiz_llm_gateway.domain.output import (
     InvalidSchema,
     Unreadable,

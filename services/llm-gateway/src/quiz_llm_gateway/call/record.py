@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -10,15 +9,6 @@ from quiz_contracts.llm import CompleteRequest, Usage
 from quiz_llm_gateway.domain.days import budget_day
 from quiz_llm_gateway.domain.pricing import ModelPrice, usd
 from quiz_llm_gateway.rows import Held, LedgerRow
-
-
-def time_left_s(req: CompleteRequest, default_s: float, clock: Callable[[], float]) -> float:
-    """Seconds the caller still waits: its `deadline_s` (else `default_s`) from now, cut by its
-    absolute `deadline_at` (≤ 0 once passed)."""
-    left = req.deadline_s or default_s
-    if req.deadline_at is not None:
-        left = min(left, req.deadline_at.timestamp() - clock())
-    return left
 
 
 @dataclass(slots=True)

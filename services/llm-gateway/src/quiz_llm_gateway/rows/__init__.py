@@ -21,6 +21,7 @@ from quiz_llm_gateway.rows.base import (
     RateKey,
     SpendRow,
     is_outage,
+    outage_error,
 )
 from quiz_llm_gateway.rows.holds import HoldRows
 from quiz_llm_gateway.rows.ledger import LedgerRows
@@ -58,4 +59,5 @@ __all__ = [
     "RequestIdRows",
     "SpendRow",
     "is_outage",
+    "outage_error",
 ]

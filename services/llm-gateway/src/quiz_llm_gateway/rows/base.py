@@ -4,6 +4,7 @@ the days whose budget row is known to exist), the base of each group in this pac
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from typing import Any
@@ -11,9 +12,12 @@ from typing import Any
 from sqlalchemy import Connection, Table
 from sqlalchemy import exc as sa_exc
 
+from quiz_contracts.errors import ContractError, ErrorCode
 from quiz_llm_gateway.domain.money import check_amounts
 from quiz_llm_gateway.rows.tables import BudgetDay, CapLease, LedgerEntry, RateEvent, Reservation
 from quiz_servicekit.db import Database
+
+log = logging.getLogger(__name__)
 
 # The Core tables behind the SQLModel classes (SQLModel declares __table__ only at runtime).
 BUDGET: Table = BudgetDay.__table__  # type: ignore[attr-defined]
@@ -36,6 +40,19 @@ OUTAGE_ERRORS: tuple[type[Exception], ...] = (
 def is_outage(error: BaseException) -> bool:
     """Whether `error` is the database being unreachable (not a bug in a statement)."""
     return isinstance(error, OUTAGE_ERRORS)
+
+
+def outage_error(error: BaseException, retry_after_s: float) -> ContractError | None:
+    """`unavailable` with `retry_after_s` for a database that cannot be reached (a fault that
+    passes, never `internal`); None for any other error."""
+    if not is_outage(error):
+        return None
+    log.warning("database unreachable (%s): answered unavailable", type(error).__name__)
+    return ContractError(
+        ErrorCode.unavailable,
+        "the gateway's database cannot be reached (nothing was charged); try again",
+        retry_after_s=retry_after_s,
+    )
 
 
 LEDGER_COLUMNS = [c.name for c in LEDGER.columns if c.name != "id"]
