@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -38,7 +37,9 @@ async def test_concurrent_settles_commit_in_batches_and_a_bad_one_fails_alone(
     rig = make_rig()
     day = rig.gateway.today()
     writer = SettleWriter(rig.repo)
-    bad = replace(row("bad", day), purpose=None)  # NOT NULL: this entry cannot be written
+    bad = row("bad", day).model_copy(
+        update={"purpose": None}
+    )  # NOT NULL: this entry cannot be written
     results = await asyncio.gather(
         *[writer.settle(None, row(f"c{i}", day)) for i in range(60)],
         writer.settle(None, bad),

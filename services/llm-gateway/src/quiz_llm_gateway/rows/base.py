@@ -6,13 +6,15 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from datetime import UTC, date, datetime
+from datetime import UTC, date
 from typing import Any
 
+from pydantic import ConfigDict
 from sqlalchemy import Connection, Table
 from sqlalchemy import exc as sa_exc
 
 from quiz_contracts.errors import ContractError, ErrorCode
+from quiz_contracts.llm_journal import JournalLedgerRow
 from quiz_llm_gateway.domain.money import check_amounts
 from quiz_llm_gateway.rows.tables import BudgetDay, CapLease, LedgerEntry, RateEvent, Reservation
 from quiz_servicekit.db import Database
@@ -163,39 +165,17 @@ HOT_SQL: dict[str, str] = {
 }
 
 
-@dataclass(frozen=True, slots=True)
-class LedgerRow:
-    """One row of `llm_ledger`: a provider attempt or a refusal. Never any prompt text."""
+class LedgerRow(JournalLedgerRow):
+    """One row of `llm_ledger`: a provider attempt or a refusal. Never any prompt text.
 
-    at: datetime
-    day: date
-    call_id: str
-    attempt: int  # 0 for a refusal, else 1 or 2 (the second after an unreadable reply)
-    purpose: str
-    person: str | None
-    billed_to: str | None
-    model: str
-    effort: str
-    outcome: str  # ok, unreadable, provider_error, refused
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cost_micros: int = 0
-    reserved_micros: int = 0
-    error_code: str | None = None
-    provider_requests: int = 0
-    latency_ms: int = 0
-    request_id: str | None = None
-    trace_id: str | None = None
+    Its fields are the contract's (`quiz_contracts.llm_journal.JournalLedgerRow`, written once
+    there: a journaled settle carries this very row, its JSON signed by the journal's MAC),
+    frozen here. Never a negative cost or count, whoever builds it (issue 29: the contract's
+    `ge=0`); `attempt` is 0 for a refusal, else 1 or 2 (the second after an unreadable reply);
+    `outcome` ok, unreadable, cut, error, provider_error or refused.
+    """
 
-    def __post_init__(self) -> None:
-        # Never a negative cost or count, whoever builds the row (issue 29, domain.money).
-        check_amounts(
-            "ledger row",
-            input_tokens=self.input_tokens,
-            output_tokens=self.output_tokens,
-            cost_micros=self.cost_micros,
-            reserved_micros=self.reserved_micros,
-        )
+    model_config = ConfigDict(frozen=True)
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,7 +4,6 @@ read for usage and the gauges."""
 
 from __future__ import annotations
 
-from dataclasses import replace
 from datetime import date
 
 from sqlalchemy import Connection, delete, func, select, update
@@ -84,7 +83,7 @@ class HoldRows(RateRows):
         if a.rate is not None:
             decision = self._rate_check(conn, a.rate, a.now)
             if not decision.allowed:
-                row = replace(a.refusal, error_code="rate_limited")
+                row = a.refusal.model_copy(update={"error_code": "rate_limited"})
                 conn.exec_driver_sql(q["ledger"], self._ledger_params(row))
                 return Admission(False, "rate_limited", decision.retry_after_s)
         held = a.held
@@ -97,7 +96,7 @@ class HoldRows(RateRows):
             q["reserve"], {"w": held.amount_micros, "cap": a.cap_micros, "day": day}
         )
         if result.rowcount != 1:
-            row = replace(a.refusal, error_code="llm_budget_exhausted")
+            row = a.refusal.model_copy(update={"error_code": "llm_budget_exhausted"})
             conn.exec_driver_sql(q["ledger"], self._ledger_params(row))
             return Admission(False, "llm_budget_exhausted", None)
         conn.exec_driver_sql(

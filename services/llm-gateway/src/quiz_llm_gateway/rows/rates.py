@@ -3,8 +3,6 @@ rate-only check of a call held in a slice (issue 24), the pruning of old events.
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from sqlalchemy import Connection, delete
 
 from quiz_llm_gateway.domain.ratelimit import RateDecision, decide
@@ -52,7 +50,7 @@ class RateRows(Tables):
             return Admission(True)
         times = [t for (t,) in conn.exec_driver_sql(q["rate_times"], params)]
         decision = decide(times, rate.limit, a.now, rate.window_s)
-        row = replace(a.refusal, error_code="rate_limited")
+        row = a.refusal.model_copy(update={"error_code": "rate_limited"})
         conn.exec_driver_sql(q["ledger"], self._ledger_params(row))
         return Admission(False, "rate_limited", decision.retry_after_s)
 
