@@ -121,23 +121,28 @@ class RequestIds:
             if claim.kept is None:
                 # Only a success is kept: a failed call may be asked again; the error stands.
                 await self.release(key, claim.call_id)
-            if isinstance(e, asyncio.CancelledError):
-                answer.cancel()  # a joiner of this replica calls in its place
-            else:
-                answer.set_exception(e)
-            with contextlib.suppress(BaseException):
-                await flight
+            await _fail(answer, flight, e)
             raise
-        reply = claim.kept
-        if reply is None:
-            reply = claim.reply
-            if reply is None:
-                raise RuntimeError("a claimed request id left without a reply kept")
-            # Paid: the reply goes to its caller whatever becomes of this write (the database,
-            # else the journal, which any replica replays into idempotency_keys).
-            await self._keep(key, digest, claim.call_id, reply)
+        try:
+            reply = (
+                claim.kept
+                if claim.kept is not None
+                else await self._keep_claimed(key, digest, claim)
+            )
+        except BaseException as e:  # cancelled while keeping: a joiner asks the database again
+            await _fail(answer, flight, e)
+            raise
         answer.set_result(reply)
-        await flight
+        await asyncio.shield(flight)
+
+    async def _keep_claimed(self, key: str, digest: str, claim: RequestClaim) -> CompleteReply:
+        """Keep the owner's paid reply before anyone else gets it."""
+        if claim.reply is None:
+            raise RuntimeError("a claimed request id left without a reply kept")
+        # Paid: the reply goes to its caller whatever becomes of this write (the database, else
+        # the journal, which any replica replays into idempotency_keys).
+        await self._keep(key, digest, claim.call_id, claim.reply)
+        return claim.reply
 
     async def _abandon(
         self, flight: asyncio.Future[CompleteReply], led: asyncio.Future[RequestClaim], key: str
@@ -145,7 +150,7 @@ class RequestIds:
         """The caller cancelled before its block: its id released if it owned it already."""
         flight.cancel()
         with contextlib.suppress(BaseException):
-            await flight
+            await asyncio.shield(flight)
         if led.done() and not led.cancelled() and led.result().kept is None:
             await self.release(key, led.result().call_id)
 
@@ -235,6 +240,19 @@ class RequestIds:
             await self.repo.forget_request(key, call_id)
             del self._unreleased[key]
             log.info("request %s released after the outage", key)
+
+
+async def _fail(
+    answer: asyncio.Future[CompleteReply], flight: asyncio.Future[CompleteReply], e: BaseException
+) -> None:
+    """The owner's block failed with `e`: its joiners get `e`; a cancellation is the owner's
+    own, so a joiner calls in its place (the kit's SingleFlight)."""
+    if isinstance(e, asyncio.CancelledError):
+        answer.cancel()
+    else:
+        answer.set_exception(e)
+    with contextlib.suppress(BaseException):  # the flight re-raises `e`: already the caller's
+        await asyncio.shield(flight)
 
 
 def request_digest(req: CompleteRequest) -> str:
