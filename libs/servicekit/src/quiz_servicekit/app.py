@@ -60,9 +60,10 @@ class ServiceRef(Generic[S]):
 
     Built after NATS and the database are up (`ref.set(...)` in `on_startup`); before that, and
     after nothing, `ref()` answers `unavailable` (HTTP 503 `{code, message}`). NATS endpoints,
-    consumers and periodic tasks call `ref()`; HTTP routes take the value through a typed alias
-    declared once in their router function, `GatewayDep = Annotated[Gateway,
-    Depends(ref.resolve)]` (the FastAPI full-stack template's `api/deps.py` idiom).
+    consumers and periodic tasks call `ref()`; HTTP routes are module-level functions on an
+    `APIRouter` and take the value through a typed alias in the service's `deps.py`, which reads
+    the ref from `request.app.state` (`PollServiceDep = Annotated[PollService,
+    Depends(poll_service)]`, the FastAPI full-stack template's `api/deps.py` idiom).
     """
 
     def __init__(self, what: str) -> None:
