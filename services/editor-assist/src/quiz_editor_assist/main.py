@@ -49,7 +49,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             )
         )
 
-    app = create_service_app(runtime, routers=[api.generate_router(service)], on_startup=on_startup)
+    app = create_service_app(runtime, routers=[api.router], on_startup=on_startup)
+    # The routes reach the service through the app (quiz_editor_assist.deps), not a closure.
+    app.state.generate = service
     install_docs(app)
     return app
 

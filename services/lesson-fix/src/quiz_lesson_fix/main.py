@@ -97,12 +97,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         if service.is_set:
             await service().aclose()
 
-    return create_service_app(
-        runtime,
-        routers=[api.lessons_router(service)],
-        on_startup=on_startup,
-        on_shutdown=on_shutdown,
+    app = create_service_app(
+        runtime, routers=[api.router], on_startup=on_startup, on_shutdown=on_shutdown
     )
+    # The routes reach the service through the app (quiz_lesson_fix.deps), not a closure.
+    app.state.lessons = service
+    return app
 
 
 def run() -> None:

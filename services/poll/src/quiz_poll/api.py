@@ -17,9 +17,9 @@ one more is 429 `rate_limited`.
 
 import hashlib
 from collections.abc import AsyncIterator, Hashable
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
-from fastapi import APIRouter, Body, Depends, Header, Query, Request
+from fastapi import APIRouter, Body, Header, Query, Request
 from fastapi.responses import StreamingResponse
 from starlette.background import BackgroundTask
 
@@ -35,11 +35,10 @@ from quiz_contracts.poll import (
     PollSettings,
     PollTallyFrame,
 )
+from quiz_poll.deps import AnyoneAccess, PollServiceDep, StaffAccess
 from quiz_poll.service import PollService
-from quiz_servicekit.app import ServiceRef
-from quiz_servicekit.auth import Access, require_grant
+from quiz_servicekit.auth import Access
 
-RESOURCE = "evaluation:{evaluationId}"
 PREFIX = "/app/api/evaluations/{evaluationId}/poll"
 # An action body lists at most 500 keys of at most 200 characters.
 ACTION_MAX_BYTES = 256 * 1024
@@ -50,9 +49,6 @@ _COMMON: dict[int | str, dict[str, Any]] = {
     401: {"description": "unauthorized"},
     404: {"description": "not_found: no grant on the evaluation, or no brainstorm there"},
 }
-
-staff = require_grant(RESOURCE, "contributor")
-anyone = require_grant(RESOURCE, "viewer")
 
 
 def participant_of(access: Access) -> PollParticipant:
@@ -96,189 +92,191 @@ SSE_HEADERS = {
 }
 
 
-def poll_router(poll_service: ServiceRef[PollService]) -> APIRouter:
-    """The poll's routes; `poll_service` is the service its lifespan builds."""
-    router = APIRouter(prefix=PREFIX, tags=["poll"])
+async def _sse(
+    service: PollService,
+    evaluation_id: str,
+    audience: str,
+    last_event_id: str | None,
+    access: Access,
+    request: Request,
+) -> StreamingResponse:
+    # 429 rate_limited past the caps, before any stream is opened (a JSON error, not SSE).
+    ticket = service.stream_quota.acquire(stream_holder(access, evaluation_id), token_of(request))
+    try:
+        live, sub = await service.stream(evaluation_id, audience, last_event_id)
+    except BaseException:
+        ticket.release()
+        raise
 
-    PollServiceDep = Annotated[PollService, Depends(poll_service.resolve)]
+    def close() -> None:
+        service.unsubscribe(live, audience, sub)
+        ticket.release()
 
-    @router.post(
-        "/answer",
-        response_model=PollMyAnswer,
-        max_body_size=ANSWER_MAX_BYTES,
-        responses={
-            **_COMMON,
-            409: {"description": "poll_frozen"},
-            422: {"description": "answer_invalid: over maxIdeas, or the poll closed"},
-        },
-    )
-    async def post_answer(
-        evaluationId: str,
-        body: BrainstormAnswer,
-        *,
-        access: Access = Depends(anyone),
-        service: PollServiceDep,
-    ) -> PollMyAnswer:
-        """The participant's whole answer (`{ideas}`), sent on every Add and Remove (§8); the
-        answer is the stored one, with the ideas waiting for approval (`PollMyAnswer`)."""
-        ideas = await service.answer(evaluationId, participant_of(access), body)
-        return PollMyAnswer(
-            ideas=ideas,
-            waiting=await service.waiting(evaluationId, ideas),
-            hidden=await service.hidden(evaluationId, ideas),
-        )
-
-    @router.get("/answer", response_model=PollMyAnswer, responses=_COMMON)
-    async def get_answer(
-        evaluationId: str,
-        *,
-        access: Access = Depends(anyone),
-        service: PollServiceDep,
-    ) -> PollMyAnswer:
-        """My answer as I typed it, with the ideas waiting for approval and those hidden."""
-        ideas = await service.my_answer(evaluationId, participant_of(access).attempt_id)
-        waiting = await service.waiting(evaluationId, ideas)
-        hidden = await service.hidden(evaluationId, ideas)
-        return PollMyAnswer.model_construct(ideas=ideas, waiting=waiting, hidden=hidden)
-
-    @router.get("/settings", response_model=PollPageSettings, responses=_COMMON)
-    async def get_settings(
-        evaluationId: str,
-        *,
-        _: Access = Depends(anyone),
-        service: PollServiceDep,
-    ) -> PollPageSettings:
-        """The switches (`ai` on: the participants' page shows the AI notice, §4), and the
-        question's `prompt` and `maxIdeas` for the pages."""
-        return await service.page_settings(evaluationId)
-
-    @router.get("/tally", response_model=PollTallyFrame, responses=_COMMON)
-    async def get_tally(
-        evaluationId: str,
-        *,
-        audience: Literal["wall", "phone"] = Query("phone"),
-        access: Access = Depends(anyone),
-        service: PollServiceDep,
-    ) -> PollTallyFrame:
-        """The latest frame of the wall (staff) or of the phones."""
-        return await service.tally_frame(evaluationId, _audience(access, audience))
-
-    async def _sse(
-        service: PollService,
-        evaluation_id: str,
-        audience: str,
-        last_event_id: str | None,
-        access: Access,
-        request: Request,
-    ) -> StreamingResponse:
-        # 429 rate_limited past the caps, before any stream is opened (a JSON error, not SSE).
-        ticket = service.stream_quota.acquire(
-            stream_holder(access, evaluation_id), token_of(request)
-        )
+    async def body() -> AsyncIterator[bytes]:
         try:
-            live, sub = await service.stream(evaluation_id, audience, last_event_id)
-        except BaseException:
-            ticket.release()
-            raise
+            while True:
+                yield await sub.next()
+        finally:
+            close()
 
-        def close() -> None:
-            service.unsubscribe(live, audience, sub)
-            ticket.release()
-
-        async def body() -> AsyncIterator[bytes]:
-            try:
-                while True:
-                    yield await sub.next()
-            finally:
-                close()
-
-        # The background task also closes: a client gone before the body started leaves an
-        # unstarted generator, whose `finally` never runs (both calls are idempotent).
-        return StreamingResponse(
-            body(),
-            media_type="text/event-stream",
-            headers=SSE_HEADERS,
-            background=BackgroundTask(close),
-        )
-
-    @router.get(
-        "/stream",
-        responses={**_COMMON, 200: {"content": {"text/event-stream": {}}}},
-        response_class=StreamingResponse,
+    # The background task also closes: a client gone before the body started leaves an
+    # unstarted generator, whose `finally` never runs (both calls are idempotent).
+    return StreamingResponse(
+        body(),
+        media_type="text/event-stream",
+        headers=SSE_HEADERS,
+        background=BackgroundTask(close),
     )
-    async def stream(
-        evaluationId: str,
-        request: Request,
-        *,
-        audience: Literal["wall", "phone"] = Query("phone"),
-        last_event_id: str | None = Header(None, alias="Last-Event-ID"),
-        access: Access = Depends(anyone),
-        service: PollServiceDep,
-    ) -> StreamingResponse:
-        """SSE of `poll.tally` frames (`id` = seq; Last-Event-ID → the latest frame at once);
-        429 `rate_limited` past the open streams allowed per participant or per token."""
-        return await _sse(
-            service, evaluationId, _audience(access, audience), last_event_id, access, request
-        )
 
-    @router.get("/ideas", response_model=PollIdeaBoard, responses=_COMMON)
-    async def get_board(
-        evaluationId: str,
-        *,
-        _: Access = Depends(staff),
-        service: PollServiceDep,
-    ) -> PollIdeaBoard:
-        """The moderation board: every idea, raw text and correction. Staff only."""
-        return await service.board(evaluationId)
 
-    @router.post(
-        "/ideas",
-        response_model=PollIdeaBoard,
-        max_body_size=ACTION_MAX_BYTES,
-        responses={**_COMMON, 409: {"description": "poll_frozen"}},
+router = APIRouter(prefix=PREFIX, tags=["poll"])
+
+
+@router.post(
+    "/answer",
+    response_model=PollMyAnswer,
+    max_body_size=ANSWER_MAX_BYTES,
+    responses={
+        **_COMMON,
+        409: {"description": "poll_frozen"},
+        422: {"description": "answer_invalid: over maxIdeas, or the poll closed"},
+    },
+)
+async def post_answer(
+    evaluationId: str,
+    body: BrainstormAnswer,
+    *,
+    access: AnyoneAccess,
+    service: PollServiceDep,
+) -> PollMyAnswer:
+    """The participant's whole answer (`{ideas}`), sent on every Add and Remove (§8); the
+    answer is the stored one, with the ideas waiting for approval (`PollMyAnswer`)."""
+    ideas = await service.answer(evaluationId, participant_of(access), body)
+    return PollMyAnswer(
+        ideas=ideas,
+        waiting=await service.waiting(evaluationId, ideas),
+        hidden=await service.hidden(evaluationId, ideas),
     )
-    async def post_action(
-        evaluationId: str,
-        *,
-        change: PollIdeaAction = Body(...),
-        access: Access = Depends(staff),
-        service: PollServiceDep,
-    ) -> PollIdeaBoard:
-        """approve / hide / reset / merge / detach / rename (audited as `poll.ideas`)."""
-        return await service.act(evaluationId, access.identity.sub, change)
 
-    @router.post(
-        "/reveal",
-        response_model=PollSettings,
-        responses={
-            **_COMMON,
-            409: {"description": "poll_frozen"},
-            422: {"description": "llm_unavailable (AI on), poll_keyless (revealed)"},
-        },
+
+@router.get("/answer", response_model=PollMyAnswer, responses=_COMMON)
+async def get_answer(
+    evaluationId: str,
+    *,
+    access: AnyoneAccess,
+    service: PollServiceDep,
+) -> PollMyAnswer:
+    """My answer as I typed it, with the ideas waiting for approval and those hidden."""
+    ideas = await service.my_answer(evaluationId, participant_of(access).attempt_id)
+    waiting = await service.waiting(evaluationId, ideas)
+    hidden = await service.hidden(evaluationId, ideas)
+    return PollMyAnswer.model_construct(ideas=ideas, waiting=waiting, hidden=hidden)
+
+
+@router.get("/settings", response_model=PollPageSettings, responses=_COMMON)
+async def get_settings(
+    evaluationId: str,
+    *,
+    _: AnyoneAccess,
+    service: PollServiceDep,
+) -> PollPageSettings:
+    """The switches (`ai` on: the participants' page shows the AI notice, §4), and the
+    question's `prompt` and `maxIdeas` for the pages."""
+    return await service.page_settings(evaluationId)
+
+
+@router.get("/tally", response_model=PollTallyFrame, responses=_COMMON)
+async def get_tally(
+    evaluationId: str,
+    *,
+    audience: Literal["wall", "phone"] = Query("phone"),
+    access: AnyoneAccess,
+    service: PollServiceDep,
+) -> PollTallyFrame:
+    """The latest frame of the wall (staff) or of the phones."""
+    return await service.tally_frame(evaluationId, _audience(access, audience))
+
+
+@router.get(
+    "/stream",
+    responses={**_COMMON, 200: {"content": {"text/event-stream": {}}}},
+    response_class=StreamingResponse,
+)
+async def stream(
+    evaluationId: str,
+    request: Request,
+    *,
+    audience: Literal["wall", "phone"] = Query("phone"),
+    last_event_id: str | None = Header(None, alias="Last-Event-ID"),
+    access: AnyoneAccess,
+    service: PollServiceDep,
+) -> StreamingResponse:
+    """SSE of `poll.tally` frames (`id` = seq; Last-Event-ID → the latest frame at once);
+    429 `rate_limited` past the open streams allowed per participant or per token."""
+    return await _sse(
+        service, evaluationId, _audience(access, audience), last_event_id, access, request
     )
-    async def post_reveal(
-        evaluationId: str,
-        body: PollRevealBody,
-        *,
-        access: Access = Depends(staff),
-        service: PollServiceDep,
-    ) -> PollSettings:
-        """The display switches: votes, moderation, AI assistance."""
-        return await service.reveal(evaluationId, access.identity.sub, body)
 
-    @router.get(
-        "/board/stream",
-        responses={**_COMMON, 200: {"content": {"text/event-stream": {}}}},
-        response_class=StreamingResponse,
-    )
-    async def board_stream(
-        evaluationId: str,
-        request: Request,
-        *,
-        access: Access = Depends(staff),
-        service: PollServiceDep,
-    ) -> StreamingResponse:
-        """SSE of `poll.board` snapshots when the board changes. Staff only; 429 as `/stream`."""
-        return await _sse(service, evaluationId, "board", None, access, request)
 
-    return router
+@router.get("/ideas", response_model=PollIdeaBoard, responses=_COMMON)
+async def get_board(
+    evaluationId: str,
+    *,
+    _: StaffAccess,
+    service: PollServiceDep,
+) -> PollIdeaBoard:
+    """The moderation board: every idea, raw text and correction. Staff only."""
+    return await service.board(evaluationId)
+
+
+@router.post(
+    "/ideas",
+    response_model=PollIdeaBoard,
+    max_body_size=ACTION_MAX_BYTES,
+    responses={**_COMMON, 409: {"description": "poll_frozen"}},
+)
+async def post_action(
+    evaluationId: str,
+    *,
+    change: PollIdeaAction = Body(...),
+    access: StaffAccess,
+    service: PollServiceDep,
+) -> PollIdeaBoard:
+    """approve / hide / reset / merge / detach / rename (audited as `poll.ideas`)."""
+    return await service.act(evaluationId, access.identity.sub, change)
+
+
+@router.post(
+    "/reveal",
+    response_model=PollSettings,
+    responses={
+        **_COMMON,
+        409: {"description": "poll_frozen"},
+        422: {"description": "llm_unavailable (AI on), poll_keyless (revealed)"},
+    },
+)
+async def post_reveal(
+    evaluationId: str,
+    body: PollRevealBody,
+    *,
+    access: StaffAccess,
+    service: PollServiceDep,
+) -> PollSettings:
+    """The display switches: votes, moderation, AI assistance."""
+    return await service.reveal(evaluationId, access.identity.sub, body)
+
+
+@router.get(
+    "/board/stream",
+    responses={**_COMMON, 200: {"content": {"text/event-stream": {}}}},
+    response_class=StreamingResponse,
+)
+async def board_stream(
+    evaluationId: str,
+    request: Request,
+    *,
+    access: StaffAccess,
+    service: PollServiceDep,
+) -> StreamingResponse:
+    """SSE of `poll.board` snapshots when the board changes. Staff only; 429 as `/stream`."""
+    return await _sse(service, evaluationId, "board", None, access, request)

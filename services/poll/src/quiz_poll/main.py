@@ -80,12 +80,14 @@ def create_app(settings: Settings | None = None, *, clock: Clock = time.time) ->
     app = create_service_app(
         runtime,
         # The pages are static shells of this API (issue 16): no data, no token on their route.
-        routers=[api.poll_router(service), pages.router],
+        routers=[api.router, pages.router],
         on_startup=on_startup,
         on_shutdown=on_shutdown,
     )
     # Phones send the same token on every Add and Remove: its signature is checked once.
     app.state.jwt_verifier = CachingVerifier(app.state.jwt_verifier)
+    # The routes reach the service through the app (quiz_poll.deps), not a closure.
+    app.state.poll = service
     return app
 
 

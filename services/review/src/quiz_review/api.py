@@ -8,11 +8,10 @@ Grants (JWT `grants`, the platform's resources): `pool:<id>` and `question:<id>`
 What the caller may not reach answers 404 (invariant 6), before any work.
 """
 
-from typing import Annotated, Any
+from typing import Any
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Request
 
-from quiz_contracts.errors import ContractError, ErrorCode
 from quiz_contracts.review import (
     LintReply,
     LintRequest,
@@ -24,9 +23,8 @@ from quiz_contracts.review import (
     ReviewPillsRequest,
     ReviewToggle,
 )
-from quiz_review.service import ReviewService
-from quiz_servicekit.app import ServiceRef
-from quiz_servicekit.auth import Access, Identity, current_identity, require_grant
+from quiz_review.deps import PoolOwner, PoolViewer, QuestionContributor, ReviewServiceDep
+from quiz_servicekit.auth import current_identity
 from quiz_servicekit.request_ids import IDEMPOTENCY_KEY_HEADER, caller_key
 
 # A draft config is what the editor holds: the wand's bound (quiz_contracts.generate).
@@ -45,154 +43,137 @@ _QUESTION: dict[int | str, dict[str, Any]] = {
 }
 
 
-def _reaches(identity: Identity, resource: str, role: str) -> bool:
-    grant = identity.grants.get(resource)
-    return grant is not None and grant.reaches(role)
+router = APIRouter(prefix="/app/api", tags=["review"])
 
 
-def review_router(review_service: ServiceRef[ReviewService]) -> APIRouter:
-    """The review routes under /app/api; `review_service` is what the lifespan builds."""
-    router = APIRouter(prefix="/app/api", tags=["review"])
-    ReviewServiceDep = Annotated[ReviewService, Depends(review_service.resolve)]
+@router.get("/pools/{pool_id}/reviews", response_model=ReviewList, responses=_COMMON)
+async def pool_reviews(
+    pool_id: str,
+    *,
+    _: PoolViewer,
+    service: ReviewServiceDep,
+) -> ReviewList:
+    """The pool's "LLM review" tab: the latest versions' open findings, reviewed/pending."""
+    return await service.tab(pool_id)
 
-    async def contributor(request: Request, service: ReviewServiceDep) -> Identity:
-        """The caller, when contributor on the question or on its pool; 404 otherwise."""
-        identity = await current_identity(request)
-        question_id = request.path_params["question_id"]
-        if _reaches(identity, f"question:{question_id}", "contributor"):
-            return identity
-        pool = await service.question_pool(question_id)
-        if pool is not None and _reaches(identity, f"pool:{pool}", "contributor"):
-            return identity
-        raise ContractError(ErrorCode.not_found, "question not found")
 
-    @router.get("/pools/{pool_id}/reviews", response_model=ReviewList, responses=_COMMON)
-    async def pool_reviews(
-        pool_id: str,
-        *,
-        _: Access = Depends(require_grant("pool:{pool_id}", "viewer")),
-        service: ReviewServiceDep,
-    ) -> ReviewList:
-        """The pool's "LLM review" tab: the latest versions' open findings, reviewed/pending."""
-        return await service.tab(pool_id)
+@router.put("/pools/{pool_id}/review", response_model=ReviewList, responses=_COMMON)
+async def pool_switch(
+    pool_id: str,
+    body: ReviewToggle,
+    *,
+    access: PoolOwner,
+    service: ReviewServiceDep,
+) -> ReviewList:
+    """The owner turns the night's review of the pool on or off (off by default), and with
+    `lint` the item-writing-flaw lint's notices in its reviews (off by default)."""
+    return await service.set_pool(pool_id, body.enabled, access.identity.sub, body.lint)
 
-    @router.put("/pools/{pool_id}/review", response_model=ReviewList, responses=_COMMON)
-    async def pool_switch(
-        pool_id: str,
-        body: ReviewToggle,
-        *,
-        access: Access = Depends(require_grant("pool:{pool_id}", "owner")),
-        service: ReviewServiceDep,
-    ) -> ReviewList:
-        """The owner turns the night's review of the pool on or off (off by default), and with
-        `lint` the item-writing-flaw lint's notices in its reviews (off by default)."""
-        return await service.set_pool(pool_id, body.enabled, access.identity.sub, body.lint)
 
-    @router.post("/reviews/pills", response_model=ReviewPillsReply, responses=_COMMON)
-    async def pills(
-        body: ReviewPillsRequest,
-        request: Request,
-        service: ReviewServiceDep,
-    ) -> ReviewPillsReply:
-        """Pills of a page of questions; a question out of reach or without a row has none."""
-        identity = await current_identity(request)
+@router.post("/reviews/pills", response_model=ReviewPillsReply, responses=_COMMON)
+async def pills(
+    body: ReviewPillsRequest,
+    request: Request,
+    service: ReviewServiceDep,
+) -> ReviewPillsReply:
+    """Pills of a page of questions; a question out of reach or without a row has none."""
+    identity = await current_identity(request)
 
-        def may_see(question_id: str, pool_id: str) -> bool:
-            return (
-                f"pool:{pool_id}" in identity.grants or f"question:{question_id}" in identity.grants
-            )
+    def may_see(question_id: str, pool_id: str) -> bool:
+        return f"pool:{pool_id}" in identity.grants or f"question:{question_id}" in identity.grants
 
-        return ReviewPillsReply(pills=await service.pills(body.question_ids, may_see))
+    return ReviewPillsReply(pills=await service.pills(body.question_ids, may_see))
 
-    @router.post(
-        "/questions/{question_id}/review",
-        response_model=QuestionReview,
-        responses={
-            **_QUESTION,
-            409: {"description": "llm_not_configured"},
-            429: {"description": "rate_limited (per person per minute), llm_budget_exhausted"},
-            502: {"description": "llm_failed"},
+
+@router.post(
+    "/questions/{question_id}/review",
+    response_model=QuestionReview,
+    responses={
+        **_QUESTION,
+        409: {"description": "llm_not_configured"},
+        429: {"description": "rate_limited (per person per minute), llm_budget_exhausted"},
+        502: {"description": "llm_failed"},
+    },
+)
+async def review_now(
+    question_id: str,
+    request: Request,
+    *,
+    identity: QuestionContributor,
+    service: ReviewServiceDep,
+) -> QuestionReview:
+    """ "Review now": the latest published version, purpose review, the teacher as user.
+
+    An `Idempotency-Key` header names the click (a retry sends it again); without one the
+    request is named by who sent it and its route (quiz_servicekit.request_ids)."""
+    caller = caller_key(
+        principal=identity.sub,
+        method=request.method,
+        path=request.url.path,
+        body=None,
+        idempotency_key=request.headers.get(IDEMPOTENCY_KEY_HEADER),
+    )
+    return await service.review_now(question_id, identity.sub, caller)
+
+
+@router.post(
+    "/questions/{question_id}/review/ignore",
+    response_model=QuestionReview,
+    responses={**_QUESTION, 409: {"description": "fix_stale: the review changed meanwhile"}},
+)
+async def ignore(
+    question_id: str,
+    *,
+    _: QuestionContributor,
+    service: ReviewServiceDep,
+) -> QuestionReview:
+    """Ignore the latest version's whole review: it leaves the tab, never reviewed again."""
+    return await service.ignore(question_id)
+
+
+@router.post(
+    "/questions/{question_id}/review/fix",
+    response_model=ReviewFixResult,
+    max_body_size=MAX_FIX_BODY_BYTES,
+    responses={
+        **_QUESTION,
+        400: {
+            "description": "invalid_request, not_published, review_unsupported, no_review, no_fix"
         },
-    )
-    async def review_now(
-        question_id: str,
-        request: Request,
-        *,
-        identity: Identity = Depends(contributor),
-        service: ReviewServiceDep,
-    ) -> QuestionReview:
-        """ "Review now": the latest published version, purpose review, the teacher as user.
+        409: {"description": "fix_stale: the draft no longer takes the replacement"},
+    },
+)
+async def fix(
+    question_id: str,
+    body: ReviewFixRequest,
+    *,
+    _: QuestionContributor,
+    service: ReviewServiceDep,
+) -> ReviewFixResult:
+    """Fix (or Undo, `undo: true`) one finding on the draft sent; answers the new draft."""
+    return await service.fix(question_id, body)
 
-        An `Idempotency-Key` header names the click (a retry sends it again); without one the
-        request is named by who sent it and its route (quiz_servicekit.request_ids)."""
-        caller = caller_key(
-            principal=identity.sub,
-            method=request.method,
-            path=request.url.path,
-            body=None,
-            idempotency_key=request.headers.get(IDEMPOTENCY_KEY_HEADER),
-        )
-        return await service.review_now(question_id, identity.sub, caller)
 
-    @router.post(
-        "/questions/{question_id}/review/ignore",
-        response_model=QuestionReview,
-        responses={**_QUESTION, 409: {"description": "fix_stale: the review changed meanwhile"}},
-    )
-    async def ignore(
-        question_id: str,
-        *,
-        _: Identity = Depends(contributor),
-        service: ReviewServiceDep,
-    ) -> QuestionReview:
-        """Ignore the latest version's whole review: it leaves the tab, never reviewed again."""
-        return await service.ignore(question_id)
-
-    @router.post(
-        "/questions/{question_id}/review/fix",
-        response_model=ReviewFixResult,
-        max_body_size=MAX_FIX_BODY_BYTES,
-        responses={
-            **_QUESTION,
-            400: {
-                "description": "invalid_request, not_published, review_unsupported, no_review, "
-                "no_fix"
-            },
-            409: {"description": "fix_stale: the draft no longer takes the replacement"},
+@router.post(
+    "/pools/{pool_id}/review/lint",
+    response_model=LintReply,
+    max_body_size=MAX_FIX_BODY_BYTES,
+    responses={
+        **_COMMON,
+        400: {"description": "invalid_request, lint_unsupported: a type other than mcq"},
+        422: {
+            "description": "draft_invalid: the config is not a valid mcq (its problems); "
+            "limit_exceeded: larger than any mcq can be"
         },
-    )
-    async def fix(
-        question_id: str,
-        body: ReviewFixRequest,
-        *,
-        _: Identity = Depends(contributor),
-        service: ReviewServiceDep,
-    ) -> ReviewFixResult:
-        """Fix (or Undo, `undo: true`) one finding on the draft sent; answers the new draft."""
-        return await service.fix(question_id, body)
-
-    @router.post(
-        "/pools/{pool_id}/review/lint",
-        response_model=LintReply,
-        max_body_size=MAX_FIX_BODY_BYTES,
-        responses={
-            **_COMMON,
-            400: {"description": "invalid_request, lint_unsupported: a type other than mcq"},
-            422: {
-                "description": "draft_invalid: the config is not a valid mcq (its problems); "
-                "limit_exceeded: larger than any mcq can be"
-            },
-        },
-    )
-    async def lint(
-        pool_id: str,
-        body: LintRequest,
-        *,
-        _: Access = Depends(require_grant("pool:{pool_id}", "viewer")),
-        service: ReviewServiceDep,
-    ) -> LintReply:
-        """The item-writing-flaw lint of a draft or published mcq (the body of
-        `review.v1.lint`): notices with their code, criterion and path; no model."""
-        return service.lint(body)
-
-    return router
+    },
+)
+async def lint(
+    pool_id: str,
+    body: LintRequest,
+    *,
+    _: PoolViewer,
+    service: ReviewServiceDep,
+) -> LintReply:
+    """The item-writing-flaw lint of a draft or published mcq (the body of
+    `review.v1.lint`): notices with their code, criterion and path; no model."""
+    return service.lint(body)

@@ -84,8 +84,9 @@ def create_app(settings: Settings | None = None, *, clock: Clock = utc_now) -> F
             )
         )
 
-    app = create_service_app(runtime, routers=[api.review_router(service)], on_startup=on_startup)
-    # Tests and the bench reach the service the lifespan built (e.g. to run the night now).
+    app = create_service_app(runtime, routers=[api.router], on_startup=on_startup)
+    # The routes reach the service through the app (quiz_review.deps); so do tests and the bench
+    # (e.g. to run the night now).
     app.state.review = service
     return app
 

@@ -11,7 +11,7 @@ from fastapi import FastAPI
 
 from quiz_contracts.runner import MAX_REPLY_BYTES, MESSAGE_HEADROOM
 from quiz_contracts.subjects import NATS_MAX_PAYLOAD
-from quiz_runner.api import slots_router
+from quiz_runner import api
 from quiz_runner.config import Settings
 from quiz_runner.handlers import endpoints
 from quiz_runner.languages import Toolchain
@@ -72,52 +72,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     async def on_startup(rt: ServiceRuntime) -> None:
         watch_children_with_pidfds()
-        rootless = os.geteuid() != 0
-        if rootless:
-            if settings.backend == "docker":
-                raise RuntimeError("the docker backend needs root (RUNNER_BACKEND=bwrap does not)")
-            # One uid for every slot, ours: nothing to claim, and nothing is ever swept.
-            uids = [os.geteuid()] * settings.slots
-            log.warning("runner: not root: every slot runs as uid %d (%s)", uids[0], "rootless")
-        else:
-            # Claimed before anything runs; UidsUnavailable stops the start-up with its reason.
-            claim = claim_uids(
-                settings.slots,
-                settings.uid_base,
-                settings.uid_range,
-                Path(settings.uid_lock_dir) if settings.uid_lock_dir else None,
-            )
-            claims.append(claim)
-            uids = claim.uids
-            log.info("runner: slot uids %s (locks in %s)", uids, claim.lock_dir)
+        uids, rootless = _slot_uids(settings, claims)
         sandbox = await asyncio.to_thread(build_sandbox, settings)
         # A sandbox that cannot start stops the runner now, saying why, not at the first job.
         await self_test(sandbox, uids[0])
-        reply_bytes = min(MAX_REPLY_BYTES, rt.nc.max_payload - MESSAGE_HEADROOM)
-        if rt.nc.max_payload < NATS_MAX_PAYLOAD:
-            log.warning(
-                "runner: the NATS server takes messages of %d bytes, under the %d our "
-                "configurations set (max_payload): replies are kept within %d bytes",
-                rt.nc.max_payload,
-                NATS_MAX_PAYLOAD,
-                reply_bytes,
-            )
-        runner = RunnerService(
-            sandbox,
-            Slots(settings.slots, settings.busy_retry_after_s),
-            settings.state_path(),
-            tools=Toolchain(python=settings.python),
-            compile_limits=CompileLimits(
-                wall_s=settings.compile_wall_s,
-                cpu_s=settings.compile_cpu_s,
-                memory_mb=settings.compile_memory_mb,
-                processes=settings.compile_processes,
-                output_bytes=settings.compile_output_bytes,
-            ),
-            uids=uids,
-            metrics=metrics,
-            reply_bytes=reply_bytes,
-        )
+        reply_bytes = _reply_bytes(rt.nc.max_payload)
+        runner = _runner_service(settings, sandbox, uids, metrics, reply_bytes)
         service.set(runner)
         rt.ready_details["isolation"] = {
             "backend": sandbox.name,
@@ -138,7 +98,73 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
         rt.add_ready_check("sandbox", sandbox_ready)
 
-    return create_service_app(runtime, routers=[slots_router(service)], on_startup=on_startup)
+    app = create_service_app(runtime, routers=[api.router], on_startup=on_startup)
+    # The routes reach the service through the app (quiz_runner.deps), not a closure.
+    app.state.runner = service
+    return app
+
+
+def _slot_uids(settings: Settings, claims: list[UidClaim]) -> tuple[list[int], bool]:
+    """The slots' uids, and whether the runner is rootless (one uid, its own, for all).
+
+    As root the uids are claimed (the claim appended to `claims`, held for the process's life)
+    before anything runs; `UidsUnavailable` stops the start-up with its reason.
+    """
+    if os.geteuid() != 0:
+        if settings.backend == "docker":
+            raise RuntimeError("the docker backend needs root (RUNNER_BACKEND=bwrap does not)")
+        # One uid for every slot, ours: nothing to claim, and nothing is ever swept.
+        uids = [os.geteuid()] * settings.slots
+        log.warning("runner: not root: every slot runs as uid %d (%s)", uids[0], "rootless")
+        return uids, True
+    claim = claim_uids(
+        settings.slots,
+        settings.uid_base,
+        settings.uid_range,
+        Path(settings.uid_lock_dir) if settings.uid_lock_dir else None,
+    )
+    claims.append(claim)
+    log.info("runner: slot uids %s (locks in %s)", claim.uids, claim.lock_dir)
+    return claim.uids, False
+
+
+def _reply_bytes(max_payload: int) -> int:
+    """The largest reply, in bytes: MAX_REPLY_BYTES, or less on a server taking less."""
+    reply_bytes = min(MAX_REPLY_BYTES, max_payload - MESSAGE_HEADROOM)
+    if max_payload < NATS_MAX_PAYLOAD:
+        log.warning(
+            "runner: the NATS server takes messages of %d bytes, under the %d our "
+            "configurations set (max_payload): replies are kept within %d bytes",
+            max_payload,
+            NATS_MAX_PAYLOAD,
+            reply_bytes,
+        )
+    return reply_bytes
+
+
+def _runner_service(
+    settings: Settings,
+    sandbox: Sandbox,
+    uids: list[int],
+    metrics: RunnerMetrics,
+    reply_bytes: int,
+) -> RunnerService:
+    return RunnerService(
+        sandbox,
+        Slots(settings.slots, settings.busy_retry_after_s),
+        settings.state_path(),
+        tools=Toolchain(python=settings.python),
+        compile_limits=CompileLimits(
+            wall_s=settings.compile_wall_s,
+            cpu_s=settings.compile_cpu_s,
+            memory_mb=settings.compile_memory_mb,
+            processes=settings.compile_processes,
+            output_bytes=settings.compile_output_bytes,
+        ),
+        uids=uids,
+        metrics=metrics,
+        reply_bytes=reply_bytes,
+    )
 
 
 def run() -> None:

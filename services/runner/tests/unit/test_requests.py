@@ -38,7 +38,7 @@ from quiz_runner.sandbox.base import (
     kill_uid,
     parse_archive,
 )
-from quiz_runner.sandbox.bwrap import as_uid
+from quiz_runner.sandbox.bwrap_session import as_uid
 from quiz_runner.service import applied_limits, case_limits, validate_request
 
 

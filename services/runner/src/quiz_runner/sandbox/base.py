@@ -158,7 +158,7 @@ class Job:
     root: Path | None = None  # docker only: the host dir bound into its containers
     mounted: bool = False  # docker only: root is a tmpfs of its own
     memfds: dict[tuple[str, str], int] = field(default_factory=dict)  # bwrap: (area, path) → fd
-    session: object | None = None  # bwrap: the request's sandbox (sandbox.bwrap.Session)
+    session: object | None = None  # bwrap: the request's sandbox (sandbox.bwrap_session.Session)
 
     @property
     def entries(self) -> list[str]:
