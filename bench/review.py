@@ -4,7 +4,7 @@ Run: `uv run python bench/review.py [--versions 5000] [--latency 1.0] [--cap 4] 
 
 A nats-server of its own, the real llm-gateway as its own process (daily cap `--cap` USD), the
 testkit's Anthropic stub in this process answering every review after `--latency` seconds with
-a fixed usage (1,500 tokens in, 800 out: 0.0165 USD at claude-sonnet-4-6's 3/15 USD per MTok),
+a fixed usage (1,500 tokens in, 800 out: 0.011 USD at claude-sonnet-5-5's 2/10 USD per MTok),
 and the review service served in this process on SQLite, its clock at 02:00 Zurich.
 
 1. `--versions` published versions of an opted-in pool arrive as `questions.v1.version.published`

@@ -12,10 +12,12 @@ from pydantic_settings import SettingsConfigDict
 
 from quiz_contracts.llm import Purpose
 from quiz_llm_gateway.domain.journal_mac import check_key
+from quiz_llm_gateway.domain.pricing import PLATFORM_DEFAULT_MODEL
 from quiz_servicekit.settings import ServiceSettings
 
-# claude-sonnet-4-5 reaches end-of-life on 2026-11-30 (SDK deprecation list).
-DEFAULT_SONNET = "claude-sonnet-4-6"
+# The platform's models (FACTS E2, issue 31): its default (`DEFAULT_LLM_MODEL`) for every
+# purpose but the poll, which takes Haiku (its `PURPOSE_MODELS`).
+DEFAULT_SONNET = PLATFORM_DEFAULT_MODEL
 DEFAULT_HAIKU = "claude-haiku-4-5"
 
 DEFAULT_PURPOSE_MODELS: dict[str, str] = {
@@ -23,12 +25,21 @@ DEFAULT_PURPOSE_MODELS: dict[str, str] = {
 }
 
 # Per (person, purpose) per minute. ADR-059 §5 and ADR-060 §1: ten for the wand and "Review now".
+# The platform's own purposes (issue 31) have no limit of its own: ours are a person's clicks
+# (ten a minute, like the wand), the assistant under both names 30, grading 60 (a teacher's
+# exam, answer after answer).
 DEFAULT_RATE_LIMITS: dict[str, int] = {
     "generate": 10,
     "review": 10,
     "lesson_fix": 10,
     "assistant": 30,
+    "assist": 30,
     "poll": 60,
+    "test": 10,
+    "grade": 60,
+    "describe": 10,
+    "domain": 10,
+    "concepts": 10,
 }
 
 
@@ -73,6 +84,27 @@ class Settings(ServiceSettings):
         description="Per purpose, calls per person per minute, merged on the defaults; 0 = none.",
     )
     rate_window_s: float = 60.0
+    fallback_models: dict[str, list[str]] = Field(
+        default_factory=dict,
+        validation_alias=_alias("LLM_FALLBACK_MODELS"),
+        description=(
+            'Model → the models that answer in its place, in order (`{"claude-sonnet-5-5": '
+            '["claude-haiku-4-5"]}`): after its retries on 429/529/5xx, or with its circuit '
+            "open (issue 31)."
+        ),
+    )
+    assistant_share: Decimal | None = Field(
+        default=None,
+        ge=0,
+        le=1,
+        validation_alias=_alias("LLM_ASSISTANT_SHARE"),
+        description=(
+            "The teacher assistant's share of the day's cap (ADR-080 §4, the platform's "
+            "shareAllows), 0 to 1: its calls (`assist`, `assistant`) pass only while its own "
+            "spend + the call's worst case ≤ share × cap and the day's total + the worst case "
+            "≤ cap − share × cap; unset: no share, the cap alone."
+        ),
+    )
     max_in_flight: int = Field(
         default=512,
         ge=1,
@@ -198,7 +230,9 @@ class Settings(ServiceSettings):
             return self.settle_journal_dir
         return os.path.join(self.data_dir, "llm-gateway-journal")
 
-    @field_validator("purpose_models", "model_prices", "rate_limits", mode="before")
+    @field_validator(
+        "purpose_models", "model_prices", "rate_limits", "fallback_models", mode="before"
+    )
     @classmethod
     def _parse_json(cls, value: Any) -> Any:
         return _json_object(value)

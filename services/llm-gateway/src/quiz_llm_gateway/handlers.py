@@ -32,7 +32,7 @@ def endpoints(gateway: ServiceRef[Gateway], complete_concurrency: int) -> list[E
         return await gateway().availability(req.purpose)
 
     async def usage(req: UsageRequest, _ctx: MsgContext) -> UsageReply:
-        return await gateway().usage(req.day, req.billed_to, req.estimate)
+        return await gateway().usage(req.day, req.billed_to, req.estimate, req.prompt_chars)
 
     return [
         # Calls mostly wait on the provider: many may be in hand, in-flight is bounded apart.

@@ -16,7 +16,7 @@ from quiz_contracts.llm import (
     UsageReply,
 )
 from quiz_llm_gateway.call.retries import CIRCUIT_GAUGE
-from quiz_llm_gateway.domain.circuit import CircuitBreaker, CircuitState
+from quiz_llm_gateway.domain.circuit import Circuits, CircuitState
 from quiz_llm_gateway.domain.days import budget_day
 from quiz_llm_gateway.domain.pricing import (
     ModelPrice,
@@ -35,7 +35,7 @@ class Reports:
         self,
         repo: Repository,
         metrics: GatewayMetrics,
-        circuit: CircuitBreaker,
+        circuits: Circuits,
         *,
         models: dict[str, str],
         prices: dict[str, ModelPrice],
@@ -44,10 +44,12 @@ class Reports:
         clock: Callable[[], float],
         monotonic: Callable[[], float],
         local_holds: Callable[[date], list[HeldRow]] = lambda _day: [],
+        chain: Callable[[str], tuple[str, ...]] = lambda model: (model,),
     ) -> None:
         self.repo = repo
         self.metrics = metrics
-        self.circuit = circuit
+        self.circuits = circuits
+        self.chain = chain
         self.models = models
         self.prices = prices
         self.cap_micros = cap_micros
@@ -68,14 +70,14 @@ class Reports:
         used = (totals.spent_micros + totals.reserved_micros) if totals else 0
         remaining = max(self.cap_micros - used, 0)
         now = self.monotonic()
-        state = self.circuit.current(now)
+        state, retry = self._circuit(now, models.values())
         reason: ErrorCode | None = None
         retry_after: float | None = None
         if not self.configured:
             reason = ErrorCode.llm_not_configured
         elif state is CircuitState.open:
             reason = ErrorCode.llm_failed
-            retry_after = round(self.circuit.retry_after(now), 3)
+            retry_after = round(retry, 3)
         elif not self._smallest_call_fits(remaining, models.values()):
             reason = ErrorCode.llm_budget_exhausted
         return AvailabilityReply(
@@ -86,6 +88,22 @@ class Reports:
             remaining_usd=usd(remaining),
             retry_after_s=retry_after,
         )
+
+    def _circuit(self, now: float, models: Iterable[str]) -> tuple[CircuitState, float]:
+        """The circuit a purpose's callers meet, one breaker per model (issue 31): a purpose
+        is open only when every model of its chain (its model, its fallbacks) is; the reply
+        shows the worst purpose asked, and when it is open, how soon one of its models
+        probes."""
+        order = {CircuitState.closed: 0, CircuitState.half_open: 1, CircuitState.open: 2}
+        worst, retry = CircuitState.closed, 0.0
+        for model in set(models):
+            breakers = [self.circuits.of(m) for m in self.chain(model)]
+            state = min((b.current(now) for b in breakers), key=order.__getitem__)
+            if order[state] > order[worst]:
+                worst = state
+            if state is CircuitState.open:
+                retry = max(retry, min(b.retry_after(now) for b in breakers))
+        return worst, retry
 
     def _smallest_call_fits(self, remaining_micros: int, models: Iterable[str]) -> bool:
         # A cap with less left than a one-token call can never admit anything.
@@ -131,7 +149,7 @@ class Reports:
         self.metrics.budget_remaining.set(float(usd(max(self.cap_micros - spent - reserved, 0))))
         count, _ = await self.repo.open_reservations()
         self.metrics.reservations_open.set(count)
-        self.metrics.circuit_state.set(CIRCUIT_GAUGE[self.circuit.current(self.monotonic())])
+        self.metrics.circuit_state.set(CIRCUIT_GAUGE[self.circuits.worst(self.monotonic())])
 
 
 def by_purpose_totals(rows: list[SpendRow]) -> dict[Purpose, PurposeSpend]:

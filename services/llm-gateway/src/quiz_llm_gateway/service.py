@@ -33,17 +33,22 @@ from quiz_llm_gateway.call.record import CallRecord
 from quiz_llm_gateway.call.retries import ProviderCalls
 from quiz_llm_gateway.config import Settings
 from quiz_llm_gateway.domain.callers import authorize
-from quiz_llm_gateway.domain.circuit import CircuitBreaker
+from quiz_llm_gateway.domain.circuit import CircuitBreaker, Circuits
+from quiz_llm_gateway.domain.fallback import chain, fallback_models, parse_fallbacks
 from quiz_llm_gateway.domain.ids import new_id
 from quiz_llm_gateway.domain.output import InvalidSchema, cached_validator
 from quiz_llm_gateway.domain.pricing import (
     DEFAULT_PRICES,
+    ModelPrice,
+    PricingError,
     check_models_priced,
     micros,
     parse_prices,
+    price_for,
     usd,
     with_snapshots,
 )
+from quiz_llm_gateway.domain.share import platform_worst_case_micros
 from quiz_llm_gateway.metrics import GatewayMetrics
 from quiz_llm_gateway.reports import Reports
 from quiz_llm_gateway.rows import Repository, outage_error
@@ -76,16 +81,21 @@ class Gateway:
         self.clock = clock
         self.monotonic = monotonic
         self.models = settings.models()
+        # Every model a call may use: the purposes' and their fallbacks' (issue 31), each
+        # priced at start (an Anthropic id always is; another provider's needs its own price).
+        self.fallbacks = parse_fallbacks(settings.fallback_models)
+        callable_models = {**self.models, **{m: m for m in fallback_models(self.fallbacks)}}
         self.prices = with_snapshots(
-            self.models, {**DEFAULT_PRICES, **parse_prices(settings.model_prices)}
+            callable_models, {**DEFAULT_PRICES, **parse_prices(settings.model_prices)}
         )
-        check_models_priced(self.models, self.prices)
+        check_models_priced(callable_models, self.prices)
         self.limits = settings.limits()
         self.cap_micros = micros(settings.daily_cap_usd)
-        self.circuit = CircuitBreaker(settings.circuit_failures, settings.circuit_cooldown_s)
+        # One breaker per model (issue 31): a model's outage leaves its fallback callable.
+        self.circuits = Circuits(settings.circuit_failures, settings.circuit_cooldown_s)
         self.provider = (
             ProviderCalls(
-                provider, settings, metrics, self.circuit, monotonic=monotonic, sleep=sleep
+                provider, settings, metrics, self.circuits, monotonic=monotonic, sleep=sleep
             )
             if provider is not None
             else None
@@ -102,11 +112,12 @@ class Gateway:
         self.reports = Reports(
             repo,
             metrics,
-            self.circuit,
+            self.circuits,
             models=self.models,
             prices=self.prices,
             cap_micros=self.cap_micros,
             configured=provider is not None,
+            chain=self.chain,
             clock=clock,
             monotonic=monotonic,
             local_holds=lambda day: self.slices.held_rows(day),
@@ -132,7 +143,7 @@ class Gateway:
         self.slices = self.admissions.slices
         self.attempts = Attempts(
             self.provider,
-            self.circuit,
+            self.circuits,
             self.admissions,
             self.ledger,
             self.slices,
@@ -140,13 +151,39 @@ class Gateway:
             settings,
             clock=clock,
             monotonic=monotonic,
+            chain=self.chain,
+            price=self.price,
         )
+
+    def chain(self, model: str) -> tuple[str, ...]:
+        """The models that may answer a call of `model`, in order (LLM_FALLBACK_MODELS); under
+        LLM_DATA_RESIDENCY=local only the local ones (`domain.fallback.is_local`), so no
+        fallback leaves the school's servers. (The setting is gw-openai's, issue 31 item 4:
+        read here when it exists.)"""
+        local_only = getattr(self.settings, "data_residency", "any") == "local"
+        return chain(model, self.fallbacks, local_only=local_only)
+
+    def price(self, model: str) -> ModelPrice:
+        """`model`'s price (every callable model is priced at start)."""
+        found = self.prices.get(model) or price_for(model, self.prices)
+        if found is None:
+            raise PricingError(f"no price for model {model}")
+        return found
+
+    def circuit(self, model: str | None = None) -> CircuitBreaker:
+        """The circuit breaker of `model` (default: the generate purpose's model)."""
+        return self.circuits.of(model or self.models[Purpose.generate.value])
 
     @staticmethod
     def check_settings(settings: Settings) -> None:
-        """Raise on a configuration that must not start: unknown purpose, unpriced model."""
+        """Raise on a configuration that must not start: unknown purpose, unpriced model, a
+        fallback table that is not `{model: [model, …]}`."""
         models = settings.models()
-        check_models_priced(models, {**DEFAULT_PRICES, **parse_prices(settings.model_prices)})
+        fallbacks = fallback_models(parse_fallbacks(settings.fallback_models))
+        check_models_priced(
+            {**models, **{m: m for m in fallbacks}},
+            {**DEFAULT_PRICES, **parse_prices(settings.model_prices)},
+        )
 
     # -- complete ------------------------------------------------------------------------------
 
@@ -219,7 +256,8 @@ class Gateway:
         finally:
             elapsed = self.monotonic() - call.started
             m = self.metrics
-            m.child(m.calls, req.purpose.value, model, outcome).inc()
+            # The model that answered (or failed last): a fallback's call is counted under it.
+            m.child(m.calls, req.purpose.value, call.model, outcome).inc()
             m.child(m.duration, req.purpose.value).observe(elapsed)
             self._log_call(call, outcome, detail, elapsed)
         return reply
@@ -322,9 +360,12 @@ class Gateway:
         day: date | None = None,
         billed_to: str | None = None,
         estimate: CompleteRequest | None = None,
+        prompt_chars: int | None = None,
     ) -> UsageReply:
         """The day's spend by purpose and by person / no person, open holds, the cap, what is
-        left; with `estimate`, the worst case that request would hold (`estimate_usd`)."""
+        left; with `estimate`, the worst case that request would hold (`estimate_usd`), and
+        with `prompt_chars` too, its worst case as the platform's night computes it
+        (`share_estimate_usd`, FACTS E)."""
         try:
             reply = await self.reports.usage(day, billed_to)
         except Exception as e:
@@ -334,4 +375,14 @@ class Gateway:
             raise mapped from e
         if estimate is not None:
             reply.estimate_usd = usd(self.estimate_micros(estimate))
+            if prompt_chars is not None:
+                reply.share_estimate_usd = usd(self.share_estimate_micros(estimate, prompt_chars))
         return reply
+
+    def share_estimate_micros(self, req: CompleteRequest, prompt_chars: int) -> int:
+        """The platform's worst case of `req` (FACTS E, where the platform decides: the
+        night's share): ceil(prompt_chars / 3) input tokens and `max_output_tokens` output
+        tokens at the purpose's model's price (a dated variant at its model's, an unknown
+        Anthropic id at the dearest)."""
+        model = self.models[req.purpose.value]
+        return platform_worst_case_micros(self.price(model), prompt_chars, req.max_output_tokens)

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from prometheus_client import CollectorRegistry
 
+from quiz_contracts.llm import Purpose
 from quiz_llm_gateway.call.anthropic import AnthropicProvider
 from quiz_llm_gateway.config import Settings
 from quiz_llm_gateway.metrics import GatewayMetrics
@@ -73,9 +74,17 @@ async def migrated_url(database_url: str) -> str:
     return database_url
 
 
+# The model these tests' arithmetic was written for (its $3/$15 prices): pinned for every
+# purpose but the poll (Haiku), so the default (the platform's claude-sonnet-5-5, issue 31:
+# tests/unit/test_pricing.py) can change without touching every figure here.
+RIG_MODEL = "claude-sonnet-4-6"
+RIG_MODELS = {p.value: RIG_MODEL for p in Purpose if p is not Purpose.poll}
+
+
 def gateway_settings(**overrides: Any) -> Settings:
     base: dict[str, Any] = {
         "anthropic_api_key": "test-key",
+        "purpose_models": RIG_MODELS,
         "daily_cap_usd": Decimal("5"),
         "backoff_base_s": 0.2,
         "circuit_failures": 3,

@@ -144,7 +144,7 @@ async def test_provider_429_then_529_then_success(make_rig: Any) -> None:
     assert rig.clock.slept[0] == 2, "the provider's retry-after is honoured"
     [row] = await rig.repo.ledger_rows(call_id=reply.call_id)
     assert row["provider_requests"] == 3 and row["outcome"] == "ok"
-    assert rig.gateway.circuit.current(rig.clock.monotonic()) is CircuitState.closed
+    assert rig.gateway.circuit().current(rig.clock.monotonic()) is CircuitState.closed
 
 
 async def test_retries_are_bounded_then_llm_failed(make_rig: Any) -> None:
@@ -182,7 +182,7 @@ async def test_circuit_opens_fails_fast_and_closes_after_a_probe(make_rig: Any) 
     rig.stub.script(*[StubReply.error(529)] * 3)
     for _ in range(3):
         await expect_error(rig.gateway.complete(request()), ErrorCode.llm_failed)
-    assert rig.gateway.circuit.current(rig.clock.monotonic()) is CircuitState.open
+    assert rig.gateway.circuit().current(rig.clock.monotonic()) is CircuitState.open
     availability = await rig.gateway.availability()
     assert not availability.available and availability.reason is ErrorCode.llm_failed
     assert availability.circuit == "open" and availability.retry_after_s == 30
@@ -195,7 +195,7 @@ async def test_circuit_opens_fails_fast_and_closes_after_a_probe(make_rig: Any) 
     assert (await rig.gateway.availability()).circuit == "half_open"
     rig.stub.script(StubReply.tool({"findings": []}))
     await rig.gateway.complete(request())
-    assert rig.gateway.circuit.current(rig.clock.monotonic()) is CircuitState.closed
+    assert rig.gateway.circuit().current(rig.clock.monotonic()) is CircuitState.closed
     assert (await rig.gateway.availability()).available
 
 

@@ -162,7 +162,11 @@ async def outcome(rig: Any, user: str, overrides: dict[str, Any]) -> dict[str, A
     """What the caller and the books saw of one call: reply or error, rows, counts, sleeps."""
     try:
         reply = await rig.gateway.complete(request(user=user, **overrides))
-        seen: dict[str, Any] = {"reply": reply.model_dump(mode="json", exclude={"call_id"})}
+        # The quota left (issue 31) follows the day's spend, which both paths share: not
+        # part of what the path answers.
+        seen: dict[str, Any] = {
+            "reply": reply.model_dump(mode="json", exclude={"call_id", "remaining_usd"})
+        }
     except ContractError as e:
         seen = {"error": (e.code.value, e.message, e.retry_after_s)}
     rows = await rig.repo.ledger_rows(person=user)

@@ -95,7 +95,7 @@ def test_settings_read_plain_adr_names(monkeypatch: pytest.MonkeyPatch) -> None:
     settings = Settings()
     assert settings.daily_cap_usd == Decimal("12.5")
     assert settings.models()["poll"] == "claude-sonnet-5"
-    assert settings.models()["generate"] == "claude-sonnet-4-6"
+    assert settings.models()["generate"] == "claude-sonnet-5-5"  # the platform's default
     assert settings.anthropic_api_key == "k"
 
 
@@ -150,6 +150,17 @@ def test_the_defaults_are_the_platforms_models_and_prices() -> None:
         "claude-haiku-4-5": (1, 5),
     }
     assert all(DEFAULT_PRICES[m] == p for m, p in PLATFORM_PRICES.items())
+
+
+def test_fallback_models_are_priced_and_checked_at_start() -> None:
+    Gateway.check_settings(Settings(fallback_models={"claude-sonnet-5-5": ["claude-haiku-4-5"]}))
+    # Another provider's fallback needs its own price, like a purpose's model.
+    with pytest.raises(PricingError, match="openai-compat/llama"):
+        Gateway.check_settings(
+            Settings(fallback_models={"claude-sonnet-5-5": ["openai-compat/llama"]})
+        )
+    with pytest.raises(ValueError):
+        Gateway.check_settings(Settings(fallback_models={"claude-sonnet-5-5": "claude-haiku-4-5"}))
 
 
 def test_a_replica_starts_on_a_providers_new_snapshot_name() -> None:

@@ -14,7 +14,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from quiz_review.domain.prompt import review_request
+from quiz_review.domain.prompt import platform_prompt_chars, review_request
 from quiz_testkit.anthropic_stub import AnthropicStub, StubReply
 from quiz_testkit.jwt_keys import SigningKeys
 
@@ -23,10 +23,10 @@ from .conftest import Bus, Clock, Review, eventually, mcq, open_bus, running_rev
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 ZURICH = ZoneInfo("Europe/Zurich")
-# What the stub says each call used: 1000 in, 1000 out = 0.018 USD at claude-sonnet-4-6's
-# 3 / 15 USD per MTok (the gateway's default review model and price).
+# What the stub says each call used: 1000 in, 1000 out = 0.012 USD at claude-sonnet-5-5's
+# 2 / 10 USD per MTok (the gateway's default review model and price, the platform's).
 CALL_USAGE = {"input_tokens": 1000, "output_tokens": 1000}
-CALL_USD = Decimal("0.018")
+CALL_USD = Decimal("0.012")
 
 
 def zurich(text: str, fold: int = 0) -> datetime:
@@ -171,10 +171,15 @@ async def test_only_opted_in_live_latest_reviewable(
 
 
 async def estimate_usd(review: Review, config: dict[str, Any]) -> Decimal:
-    """The gateway's worst case of the review call of `config` (what the night asks for)."""
-    usage = await review.service.usage(review_request("mcq", config, "", user=None))
-    assert usage.estimate_usd is not None
-    return usage.estimate_usd
+    """The worst case the night compares for the review call of `config`: the platform's
+    (FACTS E), computed by the gateway from the prompt's size as the platform counts it."""
+    chars = platform_prompt_chars(config, "")
+    usage = await review.service.usage(review_request("mcq", config, "", user=None), chars)
+    assert usage.share_estimate_usd is not None and usage.estimate_usd is not None
+    # (ceil(chars / 3) × $2 + 4000 × $10) / 10⁶ at sonnet-5-5; below the hold's byte bound.
+    expected = (Decimal(-(-chars // 3)) * 2 + 4000 * 10) / 1_000_000
+    assert usage.share_estimate_usd == expected < usage.estimate_usd
+    return usage.share_estimate_usd
 
 
 # Four versions of the same size (so the same worst case), published oldest A to newest D.

@@ -4,25 +4,35 @@ A hold comes from this replica's slice of the cap (`leases.py`) when it covers t
 its rate checked in a short transaction of its own (`RateWriter`); else the attempt is admitted
 on its own in the database (`AdmitWriter`: rate, hold on the day row, or the refusal's ledger
 row). A refusal raises `rate_limited` (with its wait) or `llm_budget_exhausted`.
+
+The teacher assistant's share of the cap (LLM_ASSISTANT_SHARE, ADR-080 §4, FACTS E2) is
+checked first, for its calls alone (`assist`, `assistant`): its refusal is
+`llm_budget_exhausted` and writes nothing (`domain.share.assistant_share_allows`).
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
+from decimal import Decimal
 from typing import NoReturn
 
 from quiz_contracts.errors import ContractError, ErrorCode
-from quiz_contracts.llm import CompleteRequest, Purpose
+from quiz_contracts.llm import ASSISTANT_PURPOSES, CompleteRequest, Purpose
 from quiz_llm_gateway.admission.leases import CapSlices
 from quiz_llm_gateway.admission.writers import AdmitWriter, RateWriter
 from quiz_llm_gateway.config import Settings
 from quiz_llm_gateway.domain.days import budget_day
 from quiz_llm_gateway.domain.ids import new_id
 from quiz_llm_gateway.domain.pricing import usd
+from quiz_llm_gateway.domain.share import assistant_share_allows
 from quiz_llm_gateway.domain.slices import SliceSizing
 from quiz_llm_gateway.rows import Admission, AdmitArgs, Held, LedgerRow, RateKey, Repository
 from quiz_llm_gateway.settlement.ledger import Ledger
+
+# A reply's quota is read after its settle: past this, the reply goes without it.
+QUOTA_TIMEOUT_S = 1.0
 
 
 class Admissions:
@@ -40,6 +50,7 @@ class Admissions:
         monotonic: Callable[[], float],
     ) -> None:
         self.ledger = ledger
+        self.repo = repo
         # This replica's slices of the cap (issue 24): a hold comes from them when they cover it.
         self.slices = CapSlices(
             repo,
@@ -77,6 +88,9 @@ class Admissions:
         """
         await self.ledger.know_database()
         day = budget_day(datetime.fromtimestamp(now, UTC))
+        share = self.settings.assistant_share
+        if share is not None and req.purpose in ASSISTANT_PURPOSES:
+            await self._within_assistant_share(day, worst_micros, share)
         remaining = max(deadline - self.monotonic(), 0.0)
         expires_at = now + remaining + self.settings.reservation_grace_s
         # The second attempt is the same call: it does not count against the person twice.
@@ -120,6 +134,58 @@ class Admissions:
         if admission.admitted:
             return held
         self._refused(req, admission)
+
+    async def _within_assistant_share(self, day: date, worst_micros: int, share: Decimal) -> None:
+        """Raise `llm_budget_exhausted` (no row written: the cap itself was not reached) when
+        the assistant's share does not let this attempt's worst case through.
+
+        Its spend today is both its names' ledger cost plus their open holds (rows, and this
+        replica's slice holds); the day's total is the day row's spent + reserved (slices
+        leased whole). Read before the hold, not inside its transaction: two assistant calls
+        racing may both pass by one worst case each — the cap's own check stays exact.
+        """
+        names = {p.value for p in ASSISTANT_PURPOSES}
+        totals = await self.repo.day_totals(day)
+        spent = sum(r.cost_micros for r in await self.repo.spend(day) if r.purpose in names)
+        held = sum(
+            h.amount_micros
+            for h in [*await self.repo.held(day), *self.slices.held_rows(day)]
+            if h.purpose in names
+        )
+        day_total = (totals.spent_micros + totals.reserved_micros) if totals else 0
+        if not assistant_share_allows(
+            assistant_spent_micros=spent + held,
+            day_total_micros=day_total,
+            worst_micros=worst_micros,
+            cap_micros=self.cap_micros,
+            share=share,
+        ):
+            raise ContractError(
+                ErrorCode.llm_budget_exhausted,
+                f"the assistant's share of today's cap ({share} × {usd(self.cap_micros)} USD, "
+                "LLM_ASSISTANT_SHARE) cannot cover this call",
+            )
+
+    async def quota(self, req: CompleteRequest, now: float) -> tuple[Decimal | None, int | None]:
+        """What the reply tells of the quota left after this call (issue 31 item 6): the day's
+        cap − spent − held (USD), and this person's calls left for the purpose in the rate
+        window (None without a per-person limit). (None, None) when the database cannot be
+        read — a journal holds writes it did not take, or the read takes longer than
+        QUOTA_TIMEOUT_S: a paid reply never fails, nor waits, for its quota."""
+        if self.ledger.maybe_pending():
+            return None, None
+        day = budget_day(datetime.fromtimestamp(now, UTC))
+        rate = self._rate_key(req)
+        try:
+            read = self.repo.quota(
+                day, rate.key if rate else None, now - self.settings.rate_window_s
+            )
+            # Shielded: a read abandoned here ends in its DB thread, harmlessly.
+            used, counted = await asyncio.wait_for(asyncio.shield(read), QUOTA_TIMEOUT_S)
+        except Exception:
+            return None, None
+        calls = max(rate.limit - counted, 0) if rate is not None else None
+        return usd(max(self.cap_micros - used, 0)), calls
 
     def _refused(self, req: CompleteRequest, admission: Admission) -> NoReturn:
         """Raise the refusal of an admission: `rate_limited` with its wait, else the cap."""

@@ -1,9 +1,17 @@
-"""The attempts of one call: at most two, each under its own hold (admit, provider, settle).
+"""The attempts of one call, each under its own hold (admit, provider, settle).
 
 Refused before any hold: no provider configured (`llm_not_configured`), an invalid output
-schema (`invalid_request`), an open circuit or a caller's deadline already passed
-(`llm_failed`). A paid answer is judged (`ok`, `unreadable`, `cut`, `error`) and settled before
-the call answers or raises; an unreadable answer is asked once more with the problem named.
+schema (`invalid_request`), every model of the call's chain with its circuit open, or a
+caller's deadline already passed (`llm_failed`). A paid answer is judged (`ok`, `unreadable`,
+`cut`, `error`) and settled before the call answers or raises; an unreadable answer is asked
+once more with the problem named.
+
+Fallback (issue 31, LLM_FALLBACK_MODELS): when a model fails — its retries on 429/529/5xx,
+timeouts or connection errors ran out, or its circuit is open — the next model of the chain
+(`domain.fallback.chain`, residency applied) answers under the same call id and request id,
+as a new attempt whose hold is checked again at that model's price (refused:
+`llm_budget_exhausted`, nothing charged beyond what was spent). The ledger row of each attempt
+and the reply's `model` name the model that answered.
 """
 
 from __future__ import annotations
@@ -20,7 +28,7 @@ from quiz_llm_gateway.call.provider import ProviderReply
 from quiz_llm_gateway.call.record import CallRecord
 from quiz_llm_gateway.call.retries import ProviderCalls, ProviderFailure
 from quiz_llm_gateway.config import Settings
-from quiz_llm_gateway.domain.circuit import CircuitBreaker
+from quiz_llm_gateway.domain.circuit import Circuits
 from quiz_llm_gateway.domain.deadlines import time_left_s
 from quiz_llm_gateway.domain.output import (
     InvalidSchema,
@@ -42,6 +50,17 @@ from quiz_llm_gateway.settlement.ledger import Ledger
 
 log = logging.getLogger(__name__)
 Output = dict[str, Any] | str | Unreadable
+# A call's readable tries: the first answer and, after an unreadable one, one more.
+READABLE_TRIES = 2
+
+
+class ModelFailed(ContractError):
+    """An attempt's model could not answer (settled, nothing paid for it); `fallback`: another
+    model may answer in its place."""
+
+    def __init__(self, message: str, retry_after_s: float | None, *, fallback: bool) -> None:
+        super().__init__(ErrorCode.llm_failed, message, retry_after_s=retry_after_s)
+        self.fallback = fallback
 
 
 class Attempts:
@@ -50,7 +69,7 @@ class Attempts:
     def __init__(
         self,
         provider: ProviderCalls | None,
-        circuit: CircuitBreaker,
+        circuits: Circuits,
         admissions: Admissions,
         ledger: Ledger,
         slices: CapSlices,
@@ -59,9 +78,14 @@ class Attempts:
         *,
         clock: Callable[[], float],
         monotonic: Callable[[], float],
+        chain: Callable[[str], tuple[str, ...]] = lambda model: (model,),
+        price: Callable[[str], ModelPrice] | None = None,
     ) -> None:
         self.provider = provider
-        self.circuit = circuit
+        self.circuits = circuits
+        # The models that may answer a call of a model (itself first), and their prices.
+        self.chain = chain
+        self.price = price
         self.admissions = admissions
         self.ledger = ledger
         self.slices = slices
@@ -83,12 +107,18 @@ class Attempts:
             except InvalidSchema as e:
                 raise ContractError(ErrorCode.invalid_request, str(e)) from e
         messages, tools = request_shape(req)
-        if not self.circuit.admits(self.monotonic()):
-            retry = self.circuit.retry_after(self.monotonic())
+        models = self.chain(call.model)
+        now_m = self.monotonic()
+        ready = [m for m in models if self.circuits.of(m).admits(now_m)]
+        if not ready:
+            retry = min((self.circuits.of(m).retry_after(now_m) for m in models), default=None)
             await self._refuse(call, ErrorCode.llm_failed)
             raise ContractError(
                 ErrorCode.llm_failed, "the provider is failing (circuit open)", retry_after_s=retry
             )
+        if ready[0] != call.model:
+            # The model's circuit is open: its first fallback with a closed one answers.
+            self._switch(call, ready[0])
         deadline = call.started + time_left_s(req, self.settings.default_deadline_s, self.clock)
         if deadline <= self.monotonic():
             # Nobody waits for this answer any more (the message reached us late: a paused or
@@ -103,9 +133,26 @@ class Attempts:
                 return read_tool_output(content, tools[0]["name"], validator)
             return read_text_output(content)
 
-        for attempt in (1, 2):
-            reply, output = await self._attempt(call, attempt, messages, tools, deadline, read)
+        attempt = tries = 0
+        while True:
+            attempt += 1
+            try:
+                reply, output = await self._attempt(call, attempt, messages, tools, deadline, read)
+            except ModelFailed as e:
+                following = self._next_model(call.model, models) if e.fallback else None
+                if following is None:
+                    raise
+                log.warning(
+                    "call %s: %s failed (%s), %s answers in its place",
+                    call.call_id,
+                    call.model,
+                    e.message,
+                    following,
+                )
+                self._switch(call, following)
+                continue
             if not isinstance(output, Unreadable):
+                remaining_usd, remaining_calls = await self.admissions.quota(req, self.clock())
                 return CompleteReply(
                     output=output,
                     model=call.model,
@@ -113,11 +160,29 @@ class Attempts:
                     attempts=attempt,
                     call_id=call.call_id,
                     stop_reason=reply.stop_reason,
+                    remaining_usd=remaining_usd,
+                    remaining_calls=remaining_calls,
                 )
+            tries += 1
             self.metrics.child(self.metrics.parse_failures, req.purpose.value).inc()
             log.info("call %s attempt %d unreadable: %s", call.call_id, attempt, output.problem)
+            if tries >= READABLE_TRIES:
+                raise ContractError(ErrorCode.llm_failed, "the model's reply was unreadable twice")
             messages = retry_messages(messages, reply.content, output)
-        raise ContractError(ErrorCode.llm_failed, "the model's reply was unreadable twice")
+
+    def _next_model(self, failed: str, models: tuple[str, ...]) -> str | None:
+        """The model after `failed` in the chain whose circuit lets a request through now."""
+        if failed not in models:
+            return None
+        now = self.monotonic()
+        after = models[models.index(failed) + 1 :]
+        return next((m for m in after if self.circuits.of(m).admits(now)), None)
+
+    def _switch(self, call: CallRecord, model: str) -> None:
+        """The call goes on with `model` at its own price (its ledger rows and reply name it)."""
+        assert self.price is not None, "a fallback needs the gateway's prices"
+        call.model = model
+        call.price = self.price(model)
 
     async def _refuse(self, call: CallRecord, code: ErrorCode) -> None:
         """The ledger row of a call refused before any hold."""
@@ -167,7 +232,7 @@ class Attempts:
                 await self.ledger.settle(held, row)
             finally:
                 self.slices.settled(held, 0)
-            raise ContractError(ErrorCode.llm_failed, str(e), retry_after_s=e.retry_after_s) from e
+            raise ModelFailed(str(e), e.retry_after_s, fallback=e.fallback) from e
         # From here the provider was paid: every path settles before it answers or raises.
         cost = call.add(reply.input_tokens, reply.output_tokens)
         outcome, readable = self._judge(call, reply, tools is not None, read)

@@ -10,30 +10,44 @@ from typing import Any
 from quiz_llm_gateway.call.provider import Provider, ProviderError, ProviderReply
 from quiz_llm_gateway.call.record import CallRecord
 from quiz_llm_gateway.config import Settings
-from quiz_llm_gateway.domain.circuit import CircuitBreaker, CircuitState
+from quiz_llm_gateway.domain.circuit import Circuits, CircuitState
 from quiz_llm_gateway.metrics import GatewayMetrics
 
 CIRCUIT_GAUGE = {CircuitState.closed: 0, CircuitState.half_open: 1, CircuitState.open: 2}
 
 
 class ProviderFailure(Exception):
-    """The provider could not answer within the retries and the deadline."""
+    """The provider could not answer within the retries and the deadline.
 
-    def __init__(self, message: str, requests: int, retry_after_s: float | None = None) -> None:
+    `fallback`: the model is failing (its retries on 429/529/5xx, timeouts or connection
+    errors ran out, or its circuit is open), so another model may answer in its place (issue
+    31); never for the caller's deadline or a final 4xx (the request itself is wrong).
+    """
+
+    def __init__(
+        self,
+        message: str,
+        requests: int,
+        retry_after_s: float | None = None,
+        *,
+        fallback: bool = False,
+    ) -> None:
         super().__init__(message)
         self.requests = requests
         self.retry_after_s = retry_after_s
+        self.fallback = fallback
 
 
 class ProviderCalls:
-    """The provider behind this replica's circuit breaker and in-flight bound."""
+    """The provider behind this replica's circuit breakers (one per model) and in-flight
+    bound."""
 
     def __init__(
         self,
         provider: Provider,
         settings: Settings,
         metrics: GatewayMetrics,
-        circuit: CircuitBreaker,
+        circuits: Circuits,
         *,
         monotonic: Callable[[], float],
         sleep: Callable[[float], Awaitable[None]],
@@ -41,7 +55,7 @@ class ProviderCalls:
         self.provider = provider
         self.settings = settings
         self.metrics = metrics
-        self.circuit = circuit
+        self.circuits = circuits
         self.monotonic = monotonic
         self.sleep = sleep
         self.in_flight = asyncio.Semaphore(settings.max_in_flight)
@@ -55,19 +69,21 @@ class ProviderCalls:
     ) -> tuple[ProviderReply, int]:
         """One answer and how many requests it took; retries 429/529/5xx/timeouts with backoff.
 
-        Raises ProviderFailure when the deadline passes, the circuit opens, the error is final
-        or the retries run out.
+        Raises ProviderFailure when the deadline passes, the model's circuit opens, the error
+        is final or the retries run out.
         """
         requests = 0
+        circuit = self.circuits.of(call.model)
         while True:
             remaining = deadline - self.monotonic()
             if remaining <= 0:
                 raise ProviderFailure("the caller's deadline passed", requests)
-            if not self.circuit.allow(self.monotonic()):
+            if not circuit.allow(self.monotonic()):
                 raise ProviderFailure(
                     "the provider is failing (circuit open)",
                     requests,
-                    self.circuit.retry_after(self.monotonic()),
+                    circuit.retry_after(self.monotonic()),
+                    fallback=True,
                 )
             requests += 1
             try:
@@ -88,31 +104,37 @@ class ProviderCalls:
                         finally:
                             self.metrics.provider_in_flight.dec()
             except TimeoutError:
-                self.circuit.release_probe()
+                circuit.release_probe()
                 self.metrics.child(self.metrics.provider_requests, call.model, "deadline").inc()
                 raise ProviderFailure("the caller's deadline passed", requests) from None
             except ProviderError as e:
                 self.metrics.child(self.metrics.provider_requests, call.model, e.kind).inc()
                 if e.kind == "timeout" and remaining < self.settings.provider_timeout_s:
                     # Cut by the caller's deadline, not by a provider outage.
-                    self.circuit.release_probe()
+                    circuit.release_probe()
                     raise ProviderFailure("the caller's deadline passed", requests) from e
                 if e.outage:
-                    self.circuit.record_failure(self.monotonic())
+                    circuit.record_failure(self.monotonic())
                 else:
-                    self.circuit.record_success()
+                    circuit.record_success()
                 self.update_circuit_gauge()
                 if not e.retryable or requests > self.settings.provider_max_retries:
-                    raise ProviderFailure(f"provider error {e}", requests) from e
+                    raise ProviderFailure(
+                        f"provider error {e}", requests, fallback=e.retryable
+                    ) from e
                 delay = self._backoff(requests, e.retry_after_s)
                 if self.monotonic() + delay >= deadline:
+                    # No time to wait for this model; another may answer at once.
                     raise ProviderFailure(
-                        f"provider error {e}; no time left to retry", requests, e.retry_after_s
+                        f"provider error {e}; no time left to retry",
+                        requests,
+                        e.retry_after_s,
+                        fallback=True,
                     ) from e
                 await self.sleep(delay)
                 continue
             self.metrics.child(self.metrics.provider_requests, call.model, "ok").inc()
-            self.circuit.record_success()
+            circuit.record_success()
             self.update_circuit_gauge()
             return reply, requests
 
@@ -126,4 +148,5 @@ class ProviderCalls:
         return ceiling * (0.5 + random.random() / 2)
 
     def update_circuit_gauge(self) -> None:
-        self.metrics.circuit_state.set(CIRCUIT_GAUGE[self.circuit.current(self.monotonic())])
+        """The replica's gauge: the worst of its models' circuits (open if any model's is)."""
+        self.metrics.circuit_state.set(CIRCUIT_GAUGE[self.circuits.worst(self.monotonic())])

@@ -106,6 +106,12 @@ HOT_SQL: dict[str, str] = {
     # per call than pruning the key first.
     "rate_times": "SELECT at FROM rate_events WHERE key = :key AND at > :since",
     "rate_insert": "INSERT INTO rate_events (key, at) VALUES (:key, :at)",
+    # Issue 31: the quota a reply tells, in one statement after its settle — the day's spent +
+    # reserved, and the person's calls in the rate window.
+    "quota": (
+        "SELECT (SELECT spent_micros + reserved_micros FROM budget_days WHERE day = :day), "
+        "(SELECT COUNT(*) FROM rate_events WHERE key = :key AND at > :since)"
+    ),
     # The count and the insert in one statement (under the key's lock): a call admitted by its
     # rate alone is one round trip.
     "rate_admit": (

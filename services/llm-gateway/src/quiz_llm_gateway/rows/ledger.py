@@ -106,6 +106,17 @@ class LedgerRows(Tables):
         return DayTotals(int(row[0]), int(row[1]), int(row[2])) if row else None
 
     @read_only
+    def quota(
+        self, conn: Connection, day: date, rate_key: str | None, since: float
+    ) -> tuple[int, int]:
+        """The quota a reply tells (issue 31 item 6), in one plain statement: the day's spent +
+        reserved micro-USD (0 before its first call), and the calls of `rate_key` counted in
+        its window (at > since; 0 without a key)."""
+        params = {"day": self.db.date_param(day), "key": rate_key or "", "since": since}
+        used, counted = conn.exec_driver_sql(self._q["quota"], params).one()
+        return int(used or 0), int(counted) if rate_key is not None else 0
+
+    @read_only
     def spend(self, conn: Connection, day: date, billed_to: str | None = None) -> list[SpendRow]:
         """The day's ledger by purpose and by whether a person made the call."""
         has_person = case((LEDGER.c.person.is_(None), 0), else_=1).label("has_person")
