@@ -238,8 +238,9 @@ def cached_prefix(body: Mapping[str, Any]) -> str | None:
     """The request's prefix up to its last cache breakpoint (tools, then system blocks), as
     the JSON the stub counts; None without a breakpoint there. Breakpoints in messages are
     not modelled (the gateway never sends one)."""
-    tools = body.get("tools") if isinstance(body.get("tools"), list) else []
-    system = body.get("system") if isinstance(body.get("system"), list) else []
+    raw_tools, raw_system = body.get("tools"), body.get("system")
+    tools: list[Any] = raw_tools if isinstance(raw_tools, list) else []
+    system: list[Any] = raw_system if isinstance(raw_system, list) else []
     marked_system = [
         i for i, b in enumerate(system) if isinstance(b, dict) and b.get("cache_control")
     ]
@@ -768,8 +769,18 @@ class AnthropicStub(ThreadedServer):
             )
 
         content, stop_reason = self._content(reply, body)
+        # A scripted usage is the whole usage (its cache counts 0 unless it names them): the
+        # prompt cache is consulted only for replies that leave usage to the stub.
+        if reply.usage is None:
+            inputs = self._input_usage(body)
+        else:
+            inputs = {
+                "input_tokens": estimate_input_tokens(body),
+                "cache_creation_input_tokens": 0,
+                "cache_read_input_tokens": 0,
+            }
         usage = {
-            **self._input_usage(body),
+            **inputs,
             "output_tokens": max(1, len(_dumps(content)) // 4),
             **(reply.usage or {}),
         }
