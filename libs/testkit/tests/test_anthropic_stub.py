@@ -667,13 +667,12 @@ def test_prompt_cache_writes_then_reads_a_marked_prefix_as_anthropic_reports() -
     try:
         with anthropic.Anthropic(api_key="t", base_url=server.base_url, max_retries=0) as c:
             first = _cached_call(c, marked, "Question one?")
-            assert (
-                first.cache_creation_input_tokens
-                == len(json.dumps(marked, separators=(",", ":"))) // 4
-                > 1024
-            )
+            assert first.cache_creation_input_tokens == len(json.dumps(rules)) // 4 > 1024
             assert first.cache_read_input_tokens == 0
             assert first.input_tokens > 0  # the question, after the breakpoint
+            # Marking a prefix does not change how many tokens the prompt has.
+            unmarked = _cached_call(c, rules, "Question one?")
+            assert unmarked.input_tokens == (first.input_tokens + first.cache_creation_input_tokens)
             clock.now += 299
             second = _cached_call(c, marked, "Another, longer question?")
             assert second.cache_read_input_tokens == first.cache_creation_input_tokens
@@ -715,7 +714,8 @@ def test_prompt_cache_breakpoint_on_the_last_tool(
         ).usage
 
     first, second = usage(1), usage(2)
-    assert first.cache_creation_input_tokens == len(json.dumps(tools, separators=(",", ":"))) // 4
+    counted = [OTHER_TOOL, big]  # the marks themselves count nothing
+    assert first.cache_creation_input_tokens == len(json.dumps(counted, separators=(",", ":"))) // 4
     assert second.cache_read_input_tokens == first.cache_creation_input_tokens
     # reset() forgets the cache too.
     stub.reset()

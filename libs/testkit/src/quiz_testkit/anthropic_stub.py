@@ -217,9 +217,25 @@ def _dumps(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
+def _counted(key: str, value: Any) -> str:
+    """What the stub counts of a part of the request: its JSON, where a system prompt sent as
+    text blocks counts as its text and `cache_control` marks count nothing (Anthropic counts
+    the prompt, not how it is framed: marking a prefix does not change input_tokens)."""
+    if key == "system" and isinstance(value, list):
+        value = "".join(b.get("text", "") for b in value if isinstance(b, dict))
+    elif key == "tools" and isinstance(value, list):
+        value = [
+            {k: v for k, v in t.items() if k != "cache_control"} if isinstance(t, dict) else t
+            for t in value
+        ]
+    return _dumps(value)
+
+
 def estimate_input_tokens(body: Mapping[str, Any]) -> int:
     """Cheap token estimate of a request: JSON length of system, messages and tools over 4."""
-    size = sum(len(_dumps(body[key])) for key in ("system", "messages", "tools") if key in body)
+    size = sum(
+        len(_counted(key, body[key])) for key in ("system", "messages", "tools") if key in body
+    )
     return max(1, size // 4)
 
 
@@ -236,7 +252,7 @@ CACHE_TTL_S = 300.0
 
 def cached_prefix(body: Mapping[str, Any]) -> str | None:
     """The request's prefix up to its last cache breakpoint (tools, then system blocks), as
-    the JSON the stub counts; None without a breakpoint there. Breakpoints in messages are
+    the text the stub counts (`_counted`); None without a breakpoint there. Breakpoints in messages are
     not modelled (the gateway never sends one)."""
     raw_tools, raw_system = body.get("tools"), body.get("system")
     tools: list[Any] = raw_tools if isinstance(raw_tools, list) else []
@@ -245,12 +261,13 @@ def cached_prefix(body: Mapping[str, Any]) -> str | None:
         i for i, b in enumerate(system) if isinstance(b, dict) and b.get("cache_control")
     ]
     if marked_system:
-        return (_dumps(tools) if tools else "") + _dumps(system[: marked_system[-1] + 1])
+        counted_tools = _counted("tools", tools) if tools else ""
+        return counted_tools + _counted("system", system[: marked_system[-1] + 1])
     marked_tools = [
         i for i, t in enumerate(tools) if isinstance(t, dict) and t.get("cache_control")
     ]
     if marked_tools:
-        return _dumps(tools[: marked_tools[-1] + 1])
+        return _counted("tools", tools[: marked_tools[-1] + 1])
     return None
 
 
