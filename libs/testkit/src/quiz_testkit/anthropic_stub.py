@@ -252,8 +252,8 @@ CACHE_TTL_S = 300.0
 
 def cached_prefix(body: Mapping[str, Any]) -> str | None:
     """The request's prefix up to its last cache breakpoint (tools, then system blocks), as
-    the text the stub counts (`_counted`); None without a breakpoint there. Breakpoints in messages are
-    not modelled (the gateway never sends one)."""
+    the text the stub counts (`_counted`); None without a breakpoint there. Breakpoints in
+    messages are not modelled (the gateway never sends one)."""
     raw_tools, raw_system = body.get("tools"), body.get("system")
     tools: list[Any] = raw_tools if isinstance(raw_tools, list) else []
     system: list[Any] = raw_system if isinstance(raw_system, list) else []
