@@ -186,7 +186,7 @@ def _signed_the_old_way(entry: _OldEntry) -> str:
 def test_entries_signed_before_the_cache_fields_still_verify() -> None:
     settle = _OldEntry(
         held=JournalHold(id="h-1", day=ROW.day, amount_micros=5000),
-        row=_OldRow(**{k: v for k, v in asdict(ROW).items() if k in _OldRow.model_fields}),
+        row=_OldRow(**{k: v for k, v in ROW.model_dump().items() if k in _OldRow.model_fields}),
     )
     decoded = JournalEntry.model_validate_json(_signed_the_old_way(settle))
     assert decoded.row is not None and decoded.row.cache_read_input_tokens == 0
@@ -205,7 +205,7 @@ def test_entries_signed_before_the_cache_fields_still_verify() -> None:
 
 
 def test_cache_token_counts_are_signed_once_set() -> None:
-    row = JournalLedgerRow(**{**asdict(ROW), "cache_read_input_tokens": 80})
+    row = JournalLedgerRow(**{**ROW.model_dump(), "cache_read_input_tokens": 80})
     signed = sign(KEY, SUBJECT, JournalEntry(row=row))
     assert verify(KEY, SUBJECT, JournalEntry.model_validate_json(signed.model_dump_json()))
     assert signed.row is not None
