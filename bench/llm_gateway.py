@@ -23,6 +23,10 @@ Peers in the same run, each measured right after the gateway at every level:
   node/npm or a failed install skips it with the reason printed.
 - `--baseline-python PATH` (e.g. another checkout's `.venv/bin/python`): a second gateway from
   that interpreter's code, on its own NATS server and SQLite file, and the ratio this code ÷ it.
+`--databases` (issue 24, 32): SQLite vs PostgreSQL in interleaved rounds, per-call admission and
+slices of the cap, one and two replicas (`--slices-only`: the default configuration on both
+databases alone); at c=1 the direct and the gateway calls alternate one by one, so that the
+added latency is measured at the same moment of the host's load.
 `--repeat N` makes N whole runs (fresh processes each) and prints the median and range of each
 ratio across them: on a shared host one run's ratio moves with the load.
 """
@@ -486,6 +490,11 @@ async def main() -> None:
     )
     parser.add_argument("--rounds", type=int, default=2, help="rounds of --databases")
     parser.add_argument(
+        "--slices-only",
+        action="store_true",
+        help="with --databases: only SQLite and PostgreSQL with slices on (the default)",
+    )
+    parser.add_argument(
         "--before-src",
         default=None,
         help=(
@@ -592,8 +601,14 @@ async def measure_database(
         await run_level(call_gateway, 20, 300)
         for concurrency in DB_LEVELS:
             total = 300 if concurrency == 1 else requests
-            d, d_wall = await run_level(call_direct, concurrency, total)
-            g, g_wall = await run_level(call_gateway, concurrency, total)
+            if concurrency == 1:
+                # Issue 32: one direct call, then one through the gateway, in turn: both paths
+                # see the same moment of a shared host's load, so their difference (the added
+                # latency) does not move with it as much as two runs one after the other.
+                d, d_wall, g, g_wall = await run_alternating(call_direct, call_gateway, total)
+            else:
+                d, d_wall = await run_level(call_direct, concurrency, total)
+                g, g_wall = await run_level(call_gateway, concurrency, total)
             results[concurrency] = level_figures(total, d, d_wall, g, g_wall)
         await direct.close()
         await nc.drain()
@@ -603,6 +618,21 @@ async def measure_database(
         for proc in procs:
             proc.wait(timeout=20)
     return results
+
+
+async def run_alternating(
+    first: Any, second: Any, total: int
+) -> tuple[list[float], float, list[float], float]:
+    """`total` calls of each, one at a time, alternating: each one's latencies (ms) and the wall
+    seconds its own calls took."""
+    a: list[float] = []
+    b: list[float] = []
+    for i in range(total):
+        for call, into in ((first, a), (second, b)):
+            started = time.perf_counter()
+            await call(i)
+            into.append((time.perf_counter() - started) * 1000)
+    return a, sum(a) / 1000, b, sum(b) / 1000
 
 
 def saturation(results: dict[int, dict[str, float]]) -> float:
@@ -640,6 +670,8 @@ async def databases_main(args: argparse.Namespace) -> None:
         ("postgresql", True, 1),
         ("postgresql", True, 2),
     ]
+    if args.slices_only:  # issue 32: the default configuration alone, SQLite vs PostgreSQL
+        variants = [("sqlite", True, 1), ("postgresql", True, 1)]
     rounds: list[dict[tuple[str, bool, int], dict[int, dict[str, float]]]] = []
     try:
         await wait_http(f"{stub_url}/v1/messages")
@@ -680,6 +712,8 @@ async def databases_main(args: argparse.Namespace) -> None:
     print(f"\nllm-gateway on SQLite vs PostgreSQL, {os.cpu_count()} cores; load {os.getloadavg()}")
     for n, f in enumerate(rounds):
         for slices in (False, True):
+            if ("sqlite", slices, 1) not in f or ("postgresql", slices, 1) not in f:
+                continue
             sq, pg = f[("sqlite", slices, 1)], f[("postgresql", slices, 1)]
             print(
                 f"round {n + 1} slices {'on ' if slices else 'off'}: saturation PG÷SQLite "
@@ -688,6 +722,8 @@ async def databases_main(args: argparse.Namespace) -> None:
                 f"{added_p50(pg) / max(added_p50(sq), 1e-9):.2f} "
                 f"({added_p50(pg):+.2f} vs {added_p50(sq):+.2f} ms)"
             )
+        if ("postgresql", True, 2) not in f:
+            continue
         one, two = f[("postgresql", True, 1)], f[("postgresql", True, 2)]
         print(
             f"round {n + 1} PostgreSQL, slices on: 2 replicas ÷ 1 saturation "
