@@ -1,18 +1,24 @@
 """Where PostgreSQL's time goes per llm-gateway call: the server's own account, statement by
-statement, of sequential calls through a real gateway process.
+statement, of calls through a real gateway process.
 
-Run: `uv run python bench/llm_gateway_pg_trips.py [--calls 200] [--slices 16]`.
+Run: `uv run python bench/llm_gateway_pg_trips.py [--calls 200] [--concurrency 1] [--slices 16]
+[--py-spy PATH]`.
 
 A fresh PostgreSQL database with `log_min_duration_statement = 0` set on it alone (ALTER
 DATABASE: no other database on the shared server logs more), one gateway process on it, the
-testkit's Anthropic stub, and `--calls` sequential llm.v1.complete requests (concurrency 1, a
+testkit's Anthropic stub, and `--calls` llm.v1.complete requests (`--concurrency` in flight; a
 fresh teacher each, as bench/llm_gateway.py sends them) after a warm-up. The server log's lines
 of that database are then read back and printed per call: every message the server ran (simple
-`statement:` lines — BEGIN, COMMIT, the pool's ping — and the extended protocol's parse / bind /
-execute), how many were parsed (a statement parsed again is one the driver did not prepare),
-and the server-side milliseconds of each kind. A round trip is one client→server→client turn: a
-simple statement, or the parse/bind/execute of one statement sent together (psycopg sends them
-in one write); a pipeline sends several statements in one.
+`statement:` lines — BEGIN, COMMIT, the pool's ping `;` — and the extended protocol's parse /
+bind / execute), how many were parsed (a statement parsed again is one the driver did not
+prepare), and the server-side milliseconds of each kind. Without a pipeline each statement is a
+round trip; a pipeline (servicekit's `pipeline`) sends a transaction's statements in one.
+
+The log times a COMMIT statement, WAL flush included; the commit of a single statement sent
+alone (autocommit, no COMMIT statement) happens after its logged execute, so its flush is not
+in these figures — it is still paid (synchronous_commit stays on for a settle).
+`--py-spy PATH` (a py-spy binary) also samples the gateway process's threads during the calls
+and prints the share of samples by what they were doing.
 
 Needs PostgreSQL on 127.0.0.1:5432 (trust auth, the tests' server) as superuser for ALTER
 DATABASE and a readable server log (`--log`, default Debian's); prints why when it cannot.
@@ -174,7 +180,7 @@ async def profile(args: argparse.Namespace) -> None:
                 spy = start_spy(args.py_spy, gateway.pid, work) if args.py_spy else None
                 if spy is not None:
                     await asyncio.sleep(1.0)  # py-spy attached before the first call
-                _, wall = await run_level(call, 1, args.calls)
+                _, wall = await run_level(call, args.concurrency, args.calls)
                 if spy is not None:
                     spy.send_signal(signal.SIGINT)
                     await asyncio.to_thread(spy.wait, 30)
@@ -186,8 +192,8 @@ async def profile(args: argparse.Namespace) -> None:
                 gateway.wait(timeout=20)
         mine = [ln for ln in text.splitlines() if f"@{name} " in ln]
         print(
-            f"{args.calls} sequential calls, slices={args.slices}, "
-            f"{wall / args.calls * 1000:.2f} ms per call end to end"
+            f"{args.calls} calls at concurrency {args.concurrency}, slices={args.slices}, "
+            f"{args.calls / wall:.0f} calls/s, {wall / args.calls * 1000:.2f} ms of wall per call"
         )
         account(mine, args.calls)
         if args.py_spy:
@@ -228,7 +234,10 @@ def start_spy(py_spy: str, pid: int, work: Path) -> subprocess.Popen[bytes]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--calls", type=int, default=200, help="sequential calls measured")
+    parser.add_argument("--calls", type=int, default=200, help="calls measured")
+    parser.add_argument(
+        "--concurrency", type=int, default=1, help="calls in flight (group commit batches them)"
+    )
     parser.add_argument("--slices", type=int, default=16, help="LLM_GATEWAY_CAP_SLICE_CALLS")
     parser.add_argument("--log", default=str(DEFAULT_LOG), help="the server's log file")
     parser.add_argument(
