@@ -18,6 +18,10 @@ repository writes each operation once, as a plain function of a `Connection`, an
         def totals(self, conn: Connection, day: date) -> Totals | None: ...
 
     ok = await repo.reserve(day, 5000)
+
+A PostgreSQL hot path whose transaction is a fixed list of statements writes it `@pipelined`
+and sends them with `pipeline(conn, [(sql, params), ...])`: one round trip, one transaction
+(BEGIN, the statements, COMMIT sent together) instead of one round trip per statement.
 """
 
 from __future__ import annotations
