@@ -23,6 +23,14 @@ Peers in the same run, each measured right after the gateway at every level:
   node/npm or a failed install skips it with the reason printed.
 - `--baseline-python PATH` (e.g. another checkout's `.venv/bin/python`): a second gateway from
   that interpreter's code, on its own NATS server and SQLite file, and the ratio this code ÷ it.
+`--databases` (issue 24, 32): SQLite vs PostgreSQL in interleaved rounds, per-call admission and
+slices of the cap, one and two replicas (`--slices-only`: the default configuration on both
+databases alone); at c=1 the direct and the gateway calls alternate one by one, so that the
+added latency is measured at the same moment of the host's load.
+`--side-by-side N [--before-tree DIR]` (issue 32): c=1 only, N turns of one call each through the
+direct SDK, a gateway on SQLite and one on PostgreSQL (and the same two from another checkout's
+tree, e.g. `git archive <commit> | tar -x -C DIR`), all running at once: the ratio PG ÷ SQLite
+of the added p50 without the drift between variants run a minute apart.
 `--repeat N` makes N whole runs (fresh processes each) and prints the median and range of each
 ratio across them: on a shared host one run's ratio moves with the load.
 """
@@ -31,6 +39,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import functools
 import json
 import os
@@ -486,6 +495,26 @@ async def main() -> None:
     )
     parser.add_argument("--rounds", type=int, default=2, help="rounds of --databases")
     parser.add_argument(
+        "--side-by-side",
+        type=int,
+        default=0,
+        metavar="N",
+        help=(
+            "issue 32: N turns of one call each through the direct SDK, a gateway on SQLite and "
+            "one on PostgreSQL (and the --before-tree code's two), c=1, at the same moments"
+        ),
+    )
+    parser.add_argument(
+        "--before-tree",
+        default=None,
+        help="with --side-by-side: a checkout (e.g. `git archive <commit>`) whose code runs too",
+    )
+    parser.add_argument(
+        "--slices-only",
+        action="store_true",
+        help="with --databases: only SQLite and PostgreSQL with slices on (the default)",
+    )
+    parser.add_argument(
         "--before-src",
         default=None,
         help=(
@@ -495,6 +524,9 @@ async def main() -> None:
         ),
     )
     args = parser.parse_args()
+    if args.side_by_side:
+        await side_by_side_main(args)
+        return
     if args.databases:
         await databases_main(args)
         return
@@ -592,8 +624,14 @@ async def measure_database(
         await run_level(call_gateway, 20, 300)
         for concurrency in DB_LEVELS:
             total = 300 if concurrency == 1 else requests
-            d, d_wall = await run_level(call_direct, concurrency, total)
-            g, g_wall = await run_level(call_gateway, concurrency, total)
+            if concurrency == 1:
+                # Issue 32: one direct call, then one through the gateway, in turn: both paths
+                # see the same moment of a shared host's load, so their difference (the added
+                # latency) does not move with it as much as two runs one after the other.
+                d, d_wall, g, g_wall = await run_alternating(call_direct, call_gateway, total)
+            else:
+                d, d_wall = await run_level(call_direct, concurrency, total)
+                g, g_wall = await run_level(call_gateway, concurrency, total)
             results[concurrency] = level_figures(total, d, d_wall, g, g_wall)
         await direct.close()
         await nc.drain()
@@ -603,6 +641,21 @@ async def measure_database(
         for proc in procs:
             proc.wait(timeout=20)
     return results
+
+
+async def run_alternating(
+    first: Any, second: Any, total: int
+) -> tuple[list[float], float, list[float], float]:
+    """`total` calls of each, one at a time, alternating: each one's latencies (ms) and the wall
+    seconds its own calls took."""
+    a: list[float] = []
+    b: list[float] = []
+    for i in range(total):
+        for call, into in ((first, a), (second, b)):
+            started = time.perf_counter()
+            await call(i)
+            into.append((time.perf_counter() - started) * 1000)
+    return a, sum(a) / 1000, b, sum(b) / 1000
 
 
 def saturation(results: dict[int, dict[str, float]]) -> float:
@@ -640,6 +693,8 @@ async def databases_main(args: argparse.Namespace) -> None:
         ("postgresql", True, 1),
         ("postgresql", True, 2),
     ]
+    if args.slices_only:  # issue 32: the default configuration alone, SQLite vs PostgreSQL
+        variants = [("sqlite", True, 1), ("postgresql", True, 1)]
     rounds: list[dict[tuple[str, bool, int], dict[int, dict[str, float]]]] = []
     try:
         await wait_http(f"{stub_url}/v1/messages")
@@ -680,6 +735,8 @@ async def databases_main(args: argparse.Namespace) -> None:
     print(f"\nllm-gateway on SQLite vs PostgreSQL, {os.cpu_count()} cores; load {os.getloadavg()}")
     for n, f in enumerate(rounds):
         for slices in (False, True):
+            if ("sqlite", slices, 1) not in f or ("postgresql", slices, 1) not in f:
+                continue
             sq, pg = f[("sqlite", slices, 1)], f[("postgresql", slices, 1)]
             print(
                 f"round {n + 1} slices {'on ' if slices else 'off'}: saturation PG÷SQLite "
@@ -688,6 +745,8 @@ async def databases_main(args: argparse.Namespace) -> None:
                 f"{added_p50(pg) / max(added_p50(sq), 1e-9):.2f} "
                 f"({added_p50(pg):+.2f} vs {added_p50(sq):+.2f} ms)"
             )
+        if ("postgresql", True, 2) not in f:
+            continue
         one, two = f[("postgresql", True, 1)], f[("postgresql", True, 2)]
         print(
             f"round {n + 1} PostgreSQL, slices on: 2 replicas ÷ 1 saturation "
@@ -697,6 +756,95 @@ async def databases_main(args: argparse.Namespace) -> None:
     if args.json:
         print(
             json.dumps([{"/".join(map(str, k)): v for k, v in f.items()} for f in rounds], indent=2)
+        )
+
+
+def tree_path(tree: str) -> str:
+    """PYTHONPATH for the gateway and the libs of another checkout at `tree`."""
+    root = Path(tree).resolve()
+    srcs = [root / "services" / "llm-gateway" / "src"]
+    srcs += sorted((root / "libs").glob("*/src"))
+    return os.pathsep.join(str(p) for p in srcs)
+
+
+async def side_by_side_main(args: argparse.Namespace) -> None:
+    """c=1, one call at a time in turn through the direct SDK and each gateway (SQLite and
+    PostgreSQL; the `--before-tree` code's too): every path sees the same moments of the host's
+    load, so the added latencies and their ratio PG ÷ SQLite move less than between variants
+    run one after another. Each gateway has its own NATS server and database, slices on."""
+    from quiz_testkit.databases import postgres_available, postgres_database
+
+    if not postgres_available():
+        raise SystemExit("PostgreSQL does not answer on 127.0.0.1:5432")
+    work = Path(tempfile.mkdtemp(prefix="bench-llm-gateway-sbs-"))
+    stub_port = free_port()
+    stub_url = f"http://127.0.0.1:{stub_port}"
+    stub_cmd = [sys.executable, "-m", "quiz_testkit.anthropic_stub", "--port", str(stub_port)]
+    procs = [spawn(stub_cmd, None, work / "stub.log")]
+    servers: list[NatsServer] = []
+    ncs: list[Any] = []
+    trees: list[tuple[str, str | None]] = [("", None)]
+    if args.before_tree:
+        trees.append((" before", tree_path(args.before_tree)))
+    with contextlib.ExitStack() as stack:
+        try:
+            await wait_http(f"{stub_url}/v1/messages")
+            direct = anthropic.AsyncAnthropic(api_key="bench-key", base_url=stub_url, max_retries=0)
+            tool = {"name": "review", "description": "Return the review.", "input_schema": SCHEMA}
+            call_direct = sdk_caller(direct, tool)
+            paths: list[tuple[str, Any]] = [("direct", call_direct)]
+            for suffix, path in trees:
+                for db in ("sqlite", "postgresql"):
+                    name = f"{db}{suffix}"
+                    url = (
+                        f"sqlite+aiosqlite:///{work / f'{len(paths)}.db'}"
+                        if db == "sqlite"
+                        else stack.enter_context(postgres_database("bench_llm_gw_sbs"))
+                    )
+                    server = NatsServer(work / f"nats-{len(paths)}").start()
+                    servers.append(server)
+                    env = gateway_env(server.url, url, stub_url)
+                    env["QUIZ_DATA_DIR"] = str(work / f"data-{len(paths)}")
+                    env["LLM_GATEWAY_CAP_SLICE_CALLS"] = "16"
+                    if path is not None:
+                        env["PYTHONPATH"] = path
+                    log = work / f"gw-{len(paths)}.log"
+                    procs.append(spawn([sys.executable, "-m", "quiz_llm_gateway.main"], env, log))
+                    nc = await nats_connect(server.url)
+                    ncs.append(nc)
+                    await wait_gateway(nc)
+                    paths.append((name, gateway_caller(nc)))
+            for _, call in paths:
+                await run_level(call, 10, 200)
+            samples: dict[str, list[float]] = {name: [] for name, _ in paths}
+            for i in range(args.side_by_side):
+                for name, call in paths:
+                    started = time.perf_counter()
+                    await call(i)
+                    samples[name].append((time.perf_counter() - started) * 1000)
+            await direct.close()
+        finally:
+            for nc in ncs:
+                await nc.close()
+            for proc in reversed(procs):
+                proc.terminate()
+            for proc in procs:
+                proc.wait(timeout=20)
+            for server in servers:
+                server.stop()
+    print(f"\nside by side, c=1, {args.side_by_side} turns; load {os.getloadavg()}")
+    base = percentile(samples["direct"], 0.5)
+    added = {n: percentile(v, 0.5) - base for n, v in samples.items()}
+    for name, values in samples.items():
+        print(
+            f"{name:<18} p50 {percentile(values, 0.5):7.2f} ms  p99 {percentile(values, 0.99):7.2f}"
+            f" ms  added p50 {added[name]:+6.2f} ms"
+        )
+    for suffix, _ in trees:
+        sq, pg = added[f"sqlite{suffix}"], added[f"postgresql{suffix}"]
+        label = suffix.strip() or "this code"
+        print(
+            f"{label}: added p50 c=1 PG÷SQLite {pg / max(sq, 1e-9):.2f} ({pg:+.2f} vs {sq:+.2f} ms)"
         )
 
 

@@ -256,6 +256,15 @@ def panels() -> list[dict[str, Any]]:
                 )
             ],
         ),
+        _panel(
+            "Prompt cache tokens by model (read 0.1x, written 1.25x the input price)",
+            [
+                (
+                    f"sum by (model, kind) (rate({g}_cache_tokens_total[5m]))",
+                    "{{model}} {{kind}}",
+                )
+            ],
+        ),
         _row("Runner"),
         _panel(
             "Slots and busy slots",

@@ -1355,6 +1355,14 @@ export interface Usage {
   input_tokens: number;
   output_tokens: number;
   cost_usd: string;
+  /**
+   * Of input_tokens, read from the prompt cache (0.1 × the input price).
+   */
+  cache_read_input_tokens: number;
+  /**
+   * Of input_tokens, written to the prompt cache (1.25 × the input price).
+   */
+  cache_creation_input_tokens: number;
 }
 /**
  * `llm.v1.complete` request.
@@ -2032,6 +2040,8 @@ export interface JournalLedgerRow {
   latency_ms: number;
   request_id: string | null;
   trace_id: string | null;
+  cache_read_input_tokens: number;
+  cache_creation_input_tokens: number;
 }
 /**
  * A paid call's reply, to be kept under its request id (`idempotency_keys`).

@@ -9,9 +9,17 @@ from collections.abc import Iterator
 import pytest
 from sqlalchemy import Connection, text
 from sqlalchemy.engine import make_url
-from sqlalchemy.exc import OperationalError
+from sqlalchemy.exc import IntegrityError, OperationalError
 
-from quiz_servicekit.db import Database, after_commit, read_only, transaction
+from quiz_servicekit.db import (
+    PG_PING_IDLE_S,
+    Database,
+    after_commit,
+    pipeline,
+    pipelined,
+    read_only,
+    transaction,
+)
 from quiz_testkit.databases import postgres_database
 from quiz_testkit.tcp_proxy import TcpProxy
 
@@ -110,3 +118,91 @@ async def test_a_silent_postgresql_is_an_error_in_seconds_not_a_hang(
             assert await db.ping()
         finally:
             db.close()
+
+
+class Pairs:
+    """A PostgreSQL repository written with `pipeline`: several statements, one round trip."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    @transaction
+    def create(self, conn: Connection) -> None:
+        conn.execute(text("CREATE TABLE IF NOT EXISTS pairs (k TEXT PRIMARY KEY, v INT)"))
+
+    @pipelined
+    def put(self, conn: Connection, *pairs: tuple[str, int]) -> list[int]:
+        sql = self.db.sql("INSERT INTO pairs (k, v) VALUES (:k, :v) RETURNING v")
+        sent = pipeline(conn, [(sql, {"k": k, "v": v}) for k, v in pairs])
+        return [int(s.rows[0][0]) for s in sent]
+
+    @read_only
+    def keys(self, conn: Connection) -> list[str]:
+        return [str(k) for (k,) in conn.execute(text("SELECT k FROM pairs ORDER BY k"))]
+
+    @read_only
+    def autocommit(self, conn: Connection) -> bool:
+        driver = conn.connection.driver_connection
+        return bool(getattr(driver, "autocommit", None))
+
+
+@pytest.fixture
+def pairs(pg_available: bool) -> Iterator[Pairs]:
+    if not pg_available:
+        pytest.skip("PostgreSQL does not answer on 127.0.0.1:5432")
+    with postgres_database() as url:
+        db = Database(url, threads=1, name="pairs")  # one connection: every test reuses it
+        try:
+            yield Pairs(db)
+        finally:
+            db.close()
+
+
+async def test_a_pipeline_commits_whole_or_not_at_all(pairs: Pairs) -> None:
+    await pairs.create()
+    assert await pairs.put(("a", 1), ("b", 2)) == [1, 2]
+    assert await pairs.put(("c", 3)) == [3], "a single statement: its own transaction"
+    with pytest.raises(IntegrityError):
+        await pairs.put(("d", 4), ("a", 5))  # the second violates the key: the first undone
+    assert await pairs.keys() == ["a", "b", "c"]
+    assert not await pairs.autocommit(), "the pooled connection is given back as it came"
+    assert await pairs.put(("d", 4), ("e", 5)) == [4, 5], "and is usable after the error"
+
+
+async def test_a_pipeline_to_an_unreachable_server_is_an_outage(pg_available: bool) -> None:
+    if not pg_available:
+        pytest.skip("PostgreSQL does not answer on 127.0.0.1:5432")
+    with postgres_database() as url, TcpProxy("127.0.0.1", make_url(url).port or 5432) as proxy:
+        pairs = Pairs(Database(str(make_url(url).set(port=proxy.port)), threads=1, name="p"))
+        try:
+            await pairs.create()
+            proxy.refuse()
+            with pytest.raises(OperationalError):
+                await pairs.put(("a", 1), ("b", 2))
+            proxy.accept()
+            assert await pairs.put(("a", 1), ("b", 2)) == [1, 2], "a new connection, after"
+        finally:
+            pairs.db.close()
+
+
+async def test_an_idle_connection_the_server_dropped_is_replaced_at_checkout(
+    pairs: Pairs,
+) -> None:
+    """No ping at every checkout (a round trip), but one after PG_PING_IDLE_S of idleness:
+    the backend killed meanwhile (a server restart, an idle timeout) costs no failed call."""
+    await pairs.create()
+    pid = pairs.db.read(lambda c: c.exec_driver_sql("SELECT pg_backend_pid()").scalar_one())
+    with postgres_database("killer") as other:
+        killer = Database(other, threads=1, name="killer")
+        try:
+            killed = killer.read(
+                lambda c: c.exec_driver_sql(
+                    "SELECT pg_terminate_backend(%(p)s)", {"p": pid}
+                ).scalar_one()
+            )
+        finally:
+            killer.close()
+    assert killed
+    await asyncio.sleep(PG_PING_IDLE_S + 0.2)
+    assert await pairs.put(("a", 1)) == [1]
+    assert await pairs.keys() == ["a"]

@@ -635,3 +635,88 @@ def test_cli_demo_says_so_and_labels_its_replies() -> None:
     finally:
         proc.terminate()
         proc.wait(10)
+
+
+class _Clock:
+    """A settable monotonic clock for the stub's prompt cache."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _cached_call(
+    client: anthropic.Anthropic, system: Any, question: str, model: str = "claude-sonnet-4-6"
+) -> anthropic.types.Usage:
+    return client.messages.create(
+        model=model,
+        max_tokens=64,
+        system=system,
+        messages=[{"role": "user", "content": question}],
+    ).usage
+
+
+def test_prompt_cache_writes_then_reads_a_marked_prefix_as_anthropic_reports() -> None:
+    clock = _Clock()
+    server = AnthropicStub(host="127.0.0.1", port=0, clock=clock)
+    server.start()
+    rules = "Review the question. " * 300  # 6,300 characters: ~1,575 tokens, over 1,024
+    marked = [{"type": "text", "text": rules, "cache_control": {"type": "ephemeral"}}]
+    try:
+        with anthropic.Anthropic(api_key="t", base_url=server.base_url, max_retries=0) as c:
+            first = _cached_call(c, marked, "Question one?")
+            assert first.cache_creation_input_tokens == len(json.dumps(rules)) // 4 > 1024
+            assert first.cache_read_input_tokens == 0
+            assert first.input_tokens > 0  # the question, after the breakpoint
+            # Marking a prefix does not change how many tokens the prompt has.
+            unmarked = _cached_call(c, rules, "Question one?")
+            assert unmarked.input_tokens == (first.input_tokens + first.cache_creation_input_tokens)
+            clock.now += 299
+            second = _cached_call(c, marked, "Another, longer question?")
+            assert second.cache_read_input_tokens == first.cache_creation_input_tokens
+            assert second.cache_creation_input_tokens == 0
+            assert second.input_tokens > first.input_tokens
+            # A read renews the entry: 299 s after the read it is still there; 300 s later not.
+            clock.now += 299
+            assert _cached_call(c, marked, "Q?").cache_read_input_tokens > 0
+            clock.now += 300
+            assert _cached_call(c, marked, "Q?").cache_creation_input_tokens > 0
+            # Another model has its own cache; Haiku's minimum (4,096) is not reached.
+            haiku = _cached_call(c, marked, "Q?", model="claude-haiku-4-5")
+            assert (haiku.cache_creation_input_tokens, haiku.cache_read_input_tokens) == (0, 0)
+            # The same text unmarked, or another prefix, reads nothing.
+            plain = _cached_call(c, rules, "Q?")
+            assert (plain.cache_creation_input_tokens, plain.cache_read_input_tokens) == (0, 0)
+            changed = [{**marked[0], "text": rules + "!"}]
+            assert _cached_call(c, changed, "Q?").cache_creation_input_tokens > 0
+            # Under the minimum: marked, but not cached.
+            short = [{**marked[0], "text": "Short rules."}]
+            assert _cached_call(c, short, "Q?").cache_creation_input_tokens == 0
+    finally:
+        server.stop()
+
+
+def test_prompt_cache_breakpoint_on_the_last_tool(
+    stub: AnthropicStub, client: anthropic.Anthropic
+) -> None:
+    big = {**CHOICES_TOOL, "description": "Propose answer choices. " * 250}
+    tools = [OTHER_TOOL, {**big, "cache_control": {"type": "ephemeral"}}]
+
+    def usage(n: int) -> anthropic.types.Usage:
+        return client.messages.create(
+            model="claude-sonnet-4-6",
+            max_tokens=256,
+            messages=[{"role": "user", "content": f"Make choices for {n}."}],
+            tools=tools,  # type: ignore[arg-type]
+            tool_choice={"type": "tool", "name": "propose_choices"},
+        ).usage
+
+    first, second = usage(1), usage(2)
+    counted = [OTHER_TOOL, big]  # the marks themselves count nothing
+    assert first.cache_creation_input_tokens == len(json.dumps(counted, separators=(",", ":"))) // 4
+    assert second.cache_read_input_tokens == first.cache_creation_input_tokens
+    # reset() forgets the cache too.
+    stub.reset()
+    assert usage(3).cache_creation_input_tokens == first.cache_creation_input_tokens

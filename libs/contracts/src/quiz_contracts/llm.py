@@ -156,6 +156,18 @@ class Usage(WireModel):
     output_tokens: int = Field(ge=0)
     # Finite (pydantic refuses NaN and infinities for a Decimal) and never negative (issue 29).
     cost_usd: Annotated[Usd, Field(ge=0)]
+    # Issue 31 (prompt caching), additive in v1: how many of `input_tokens` were read from the
+    # provider's prompt cache (billed 0.1 × the input price) and written to it (1.25 ×).
+    cache_read_input_tokens: int = Field(
+        default=0,
+        ge=0,
+        description="Of input_tokens, read from the prompt cache (0.1 × the input price).",
+    )
+    cache_creation_input_tokens: int = Field(
+        default=0,
+        ge=0,
+        description="Of input_tokens, written to the prompt cache (1.25 × the input price).",
+    )
 
 
 class CompleteReply(WireModel):

@@ -68,6 +68,10 @@ class JournalLedgerRow(WireModel):
     latency_ms: int = Field(default=0, ge=0)
     request_id: str | None = None
     trace_id: str | None = None
+    # Issue 31: of input_tokens, read from / written to the prompt cache. Left out of the
+    # signed text while 0, so entries written before these fields still verify (journal_mac).
+    cache_read_input_tokens: int = Field(default=0, ge=0)
+    cache_creation_input_tokens: int = Field(default=0, ge=0)
 
 
 class JournalReply(WireModel):

@@ -18,6 +18,10 @@ repository writes each operation once, as a plain function of a `Connection`, an
         def totals(self, conn: Connection, day: date) -> Totals | None: ...
 
     ok = await repo.reserve(day, 5000)
+
+A PostgreSQL hot path whose transaction is a fixed list of statements writes it `@pipelined`
+and sends them with `pipeline(conn, [(sql, params), ...])`: one round trip, one transaction
+(BEGIN, the statements, COMMIT sent together) instead of one round trip per statement.
 """
 
 from __future__ import annotations
@@ -25,13 +29,16 @@ from __future__ import annotations
 import asyncio
 import functools
 import re
-from collections.abc import Awaitable, Callable
+import time
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
 from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar
 
 from sqlalchemy import Connection, Engine, create_engine, event, text
+from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import make_url
 
 P = ParamSpec("P")
@@ -55,6 +62,13 @@ PG_CONNECT_DEFAULTS: dict[str, int] = {
     "keepalives_count": 3,
     "tcp_user_timeout": 20_000,
 }
+# A pooled PostgreSQL connection idle longer than this is pinged before use (a round trip);
+# one used more recently is not. SQLAlchemy's pool_pre_ping pings at every checkout: on the
+# llm-gateway that was two round trips in nine per call (bench/llm_gateway_pg_trips.py). A
+# connection the server dropped within this window fails its first statement instead, which
+# the pool then replaces (and a service answers as an outage, a fault that passes).
+PG_PING_IDLE_S = 1.0
+_IDLE_SINCE = "quiz_idle_since"
 
 
 def sync_url(url: str) -> str:
@@ -109,9 +123,33 @@ def create_sync_engine(
         return engine
     # The URL's own settings win (`?connect_timeout=30` in DATABASE_URL).
     defaults = {k: v for k, v in PG_CONNECT_DEFAULTS.items() if k not in parsed.query}
-    return create_engine(
-        parsed, pool_size=pool_size, max_overflow=0, pool_pre_ping=True, connect_args=defaults
+    # LIFO: the few connections a light load needs stay warm (their prepared statements, the
+    # server backend's caches) instead of cycling through the whole pool.
+    engine = create_engine(
+        parsed, pool_size=pool_size, max_overflow=0, pool_use_lifo=True, connect_args=defaults
     )
+    _ping_when_idle(engine, PG_PING_IDLE_S)
+    return engine
+
+
+def _ping_when_idle(engine: Engine, idle_s: float) -> None:
+    """Ping a pooled connection at checkout only when it sat idle over `idle_s`; a failed ping
+    makes the pool replace it (SQLAlchemy's checkout-event disconnect handling)."""
+
+    @event.listens_for(engine, "checkin")
+    def _on_checkin(_dbapi_conn: Any, record: Any) -> None:
+        record.info[_IDLE_SINCE] = time.monotonic()
+
+    @event.listens_for(engine, "checkout")
+    def _on_checkout(dbapi_conn: Any, record: Any, _proxy: Any) -> None:
+        since = record.info.get(_IDLE_SINCE)
+        if since is None or time.monotonic() - since < idle_s:
+            return  # just connected, or in use a moment ago
+        try:
+            engine.dialect.do_ping(dbapi_conn)
+            dbapi_conn.rollback()  # the ping's implicit transaction, so autocommit can be set
+        except Exception as e:
+            raise sa_exc.DisconnectionError(f"pooled connection dead: {e}") from e
 
 
 class Database:
@@ -161,6 +199,12 @@ class Database:
             callback()
         return result
 
+    def autocommit(self, fn: Callable[[Connection], T]) -> T:
+        """In the calling thread: `fn` on a connection for `pipeline` (PostgreSQL only), which
+        opens and commits its own transactions."""
+        with self.engine.connect() as conn:
+            return fn(conn)
+
     def read(self, fn: Callable[[Connection], T]) -> T:
         """In the calling thread: `fn` on a connection whose transaction is rolled back after."""
         with self.engine.connect() as conn:
@@ -196,6 +240,68 @@ class Database:
         self.engine.dispose()
 
 
+@dataclass(frozen=True, slots=True)
+class Sent:
+    """What one statement of a `pipeline` answered: its rowcount and the rows it returned."""
+
+    rowcount: int
+    rows: list[tuple[Any, ...]]
+
+
+def pipeline(conn: Connection, statements: Sequence[tuple[str, Mapping[str, Any]]]) -> list[Sent]:
+    """PostgreSQL: `statements` (driver SQL, `Database.sql` form) in ONE round trip and one
+    transaction: `BEGIN; s1; ...; sN; COMMIT` sent together in psycopg's pipeline mode, the
+    results read once the server answered them all; a single statement is sent alone, its own
+    transaction. Each statement runs after the one before it (its own snapshot in READ
+    COMMITTED: a lock taken by s1 is held when s2 reads) but none can depend on another's
+    result in Python — a repository that must branch on a result sends a second pipeline.
+
+    The commit is the server's ordinary one: `synchronous_commit` as configured (a statement
+    may lower it for its own transaction with `set_config(..., true)`).
+
+    Call it on a `Database.autocommit` connection (the `pipelined` decorator). An error rolls
+    the whole transaction back and raises as SQLAlchemy's DBAPIError family (OperationalError
+    for an outage, IntegrityError ...), the connection invalidated when it was a disconnect.
+    Returns one `Sent` per statement, in order (not for the BEGIN/COMMIT it adds).
+    """
+    body = list(statements)
+    wrapped = len(body) > 1
+    if wrapped:
+        body = [("BEGIN", {}), *body, ("COMMIT", {})]
+    pg = conn.connection.driver_connection
+    assert pg is not None, "pipeline() needs a live connection"
+    dbapi = conn.dialect.loaded_dbapi
+    statement = ""
+    try:
+        pg.autocommit = True  # BEGIN/COMMIT are ours: the driver's would each be a round trip
+        cursors = []
+        with pg.pipeline():
+            for statement, params in body:
+                cur = pg.cursor()
+                cur.execute(statement, dict(params) if params else None)
+                cursors.append(cur)
+        sent = []
+        for cur in cursors:
+            sent.append(Sent(cur.rowcount, list(cur.fetchall()) if cur.description else []))
+            cur.close()
+        pg.autocommit = False
+    except dbapi.Error as e:
+        disconnect = conn.dialect.is_disconnect(e, pg, None)
+        if disconnect:
+            conn.invalidate(e)
+        else:
+            try:
+                pg.rollback()  # an error inside BEGIN..COMMIT leaves the transaction aborted
+                pg.autocommit = False
+            except dbapi.Error as again:
+                conn.invalidate(again)
+                disconnect = True
+        raise sa_exc.DBAPIError.instance(
+            statement, None, e, dbapi.Error, connection_invalidated=disconnect
+        ) from e
+    return sent[1:-1] if wrapped else sent
+
+
 def after_commit(conn: Connection, callback: Callable[[], None]) -> None:
     """Run `callback` once the transaction of `conn` has committed (never if it rolls back).
 
@@ -229,6 +335,20 @@ def transaction(
     async def run(self: R, *args: P.args, **kwargs: P.kwargs) -> T:
         db = self.db
         return await db.run(lambda: db.write(lambda conn: fn(self, conn, *args, **kwargs)))
+
+    return run
+
+
+def pipelined(
+    fn: Callable[Concatenate[R, Connection, P], T],
+) -> Callable[Concatenate[R, P], Awaitable[T]]:
+    """Like `transaction`, for a PostgreSQL operation written with `pipeline`: `fn` gets a
+    connection of its own in a worker thread, and each `pipeline` call is a transaction."""
+
+    @functools.wraps(fn)
+    async def run(self: R, *args: P.args, **kwargs: P.kwargs) -> T:
+        db = self.db
+        return await db.run(lambda: db.autocommit(lambda conn: fn(self, conn, *args, **kwargs)))
 
     return run
 

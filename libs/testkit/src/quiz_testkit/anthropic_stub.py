@@ -10,6 +10,7 @@ import json
 import math
 import socket
 import threading
+import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -25,6 +26,7 @@ from quiz_testkit.demo_replies import DEMO_LABEL, demo_output, log_rule
 from quiz_testkit.threaded_server import ThreadedServer
 
 __all__ = [
+    "CACHE_MIN_TOKENS",
     "AnthropicStub",
     "RecordedRequest",
     "StubReply",
@@ -215,10 +217,58 @@ def _dumps(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
+def _counted(key: str, value: Any) -> str:
+    """What the stub counts of a part of the request: its JSON, where a system prompt sent as
+    text blocks counts as its text and `cache_control` marks count nothing (Anthropic counts
+    the prompt, not how it is framed: marking a prefix does not change input_tokens)."""
+    if key == "system" and isinstance(value, list):
+        value = "".join(b.get("text", "") for b in value if isinstance(b, dict))
+    elif key == "tools" and isinstance(value, list):
+        value = [
+            {k: v for k, v in t.items() if k != "cache_control"} if isinstance(t, dict) else t
+            for t in value
+        ]
+    return _dumps(value)
+
+
 def estimate_input_tokens(body: Mapping[str, Any]) -> int:
     """Cheap token estimate of a request: JSON length of system, messages and tools over 4."""
-    size = sum(len(_dumps(body[key])) for key in ("system", "messages", "tools") if key in body)
+    size = sum(
+        len(_counted(key, body[key])) for key in ("system", "messages", "tools") if key in body
+    )
     return max(1, size // 4)
+
+
+# The minimum cacheable prefix per model (Anthropic's prompt-caching page); others: 1,024.
+CACHE_MIN_TOKENS: dict[str, int] = {
+    "claude-haiku-4-5": 4096,
+    "claude-opus-4-5": 4096,
+    "claude-opus-4-6": 4096,
+}
+DEFAULT_CACHE_MIN_TOKENS = 1024
+# An entry lives 5 minutes from its last use (`cache_control: {"type": "ephemeral"}`).
+CACHE_TTL_S = 300.0
+
+
+def cached_prefix(body: Mapping[str, Any]) -> str | None:
+    """The request's prefix up to its last cache breakpoint (tools, then system blocks), as
+    the text the stub counts (`_counted`); None without a breakpoint there. Breakpoints in
+    messages are not modelled (the gateway never sends one)."""
+    raw_tools, raw_system = body.get("tools"), body.get("system")
+    tools: list[Any] = raw_tools if isinstance(raw_tools, list) else []
+    system: list[Any] = raw_system if isinstance(raw_system, list) else []
+    marked_system = [
+        i for i, b in enumerate(system) if isinstance(b, dict) and b.get("cache_control")
+    ]
+    if marked_system:
+        counted_tools = _counted("tools", tools) if tools else ""
+        return counted_tools + _counted("system", system[: marked_system[-1] + 1])
+    marked_tools = [
+        i for i, t in enumerate(tools) if isinstance(t, dict) and t.get("cache_control")
+    ]
+    if marked_tools:
+        return _counted("tools", tools[: marked_tools[-1] + 1])
+    return None
 
 
 def _resolve_ref(root: Mapping[str, Any], ref: str) -> Mapping[str, Any]:
@@ -536,9 +586,13 @@ class AnthropicStub(ThreadedServer):
         *,
         default: StubReply | None = None,
         record_requests: bool = True,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        """Configure; nothing listens until `start()`."""
+        """Configure; nothing listens until `start()`. `clock` (seconds) ages the prompt cache."""
         super().__init__(host, port)
+        # The prompt cache as Anthropic keeps it: (model, prefix) -> expiry, 5 min from last use.
+        self.clock = clock
+        self._prompt_cache: dict[tuple[str, str], float] = {}
         self._initial_default = default or StubReply.auto()
         self.default = self._initial_default
         # Long-running CLI servers turn recording off so memory stays flat under benches.
@@ -594,6 +648,7 @@ class AnthropicStub(ThreadedServer):
         with self._lock:
             self._script.clear()
             self._requests.clear()
+            self._prompt_cache.clear()
             self.effort_levels = {}
             self.default = self._initial_default
 
@@ -731,11 +786,19 @@ class AnthropicStub(ThreadedServer):
             )
 
         content, stop_reason = self._content(reply, body)
+        # A scripted usage is the whole usage (its cache counts 0 unless it names them): the
+        # prompt cache is consulted only for replies that leave usage to the stub.
+        if reply.usage is None:
+            inputs = self._input_usage(body)
+        else:
+            inputs = {
+                "input_tokens": estimate_input_tokens(body),
+                "cache_creation_input_tokens": 0,
+                "cache_read_input_tokens": 0,
+            }
         usage = {
-            "input_tokens": estimate_input_tokens(body),
+            **inputs,
             "output_tokens": max(1, len(_dumps(content)) // 4),
-            "cache_creation_input_tokens": 0,
-            "cache_read_input_tokens": 0,
             **(reply.usage or {}),
         }
         message: dict[str, Any] = {
@@ -751,6 +814,31 @@ class AnthropicStub(ThreadedServer):
         if body.get("stream"):
             return Response(_sse(message), media_type="text/event-stream", headers=headers)
         return Response(_dumps(message).encode(), media_type="application/json", headers=headers)
+
+    def _input_usage(self, body: Mapping[str, Any]) -> dict[str, int]:
+        """The input side of `usage` as Anthropic reports it: a prefix marked cacheable and at
+        least the model's minimum is read from the cache when the same model saw the same
+        prefix within the last 5 minutes (`cache_read_input_tokens`, the entry's life renewed),
+        else written to it (`cache_creation_input_tokens`); `input_tokens` is the rest."""
+        total = estimate_input_tokens(body)
+        prefix = cached_prefix(body)
+        model = str(body.get("model", ""))
+        tokens = len(prefix) // 4 if prefix is not None else 0
+        usage = {
+            "input_tokens": total,
+            "cache_creation_input_tokens": 0,
+            "cache_read_input_tokens": 0,
+        }
+        if prefix is None or tokens < CACHE_MIN_TOKENS.get(model, DEFAULT_CACHE_MIN_TOKENS):
+            return usage
+        tokens = min(tokens, total)
+        now = self.clock()
+        with self._lock:
+            hit = self._prompt_cache.get((model, prefix), float("-inf")) > now
+            self._prompt_cache[(model, prefix)] = now + CACHE_TTL_S
+        usage["cache_read_input_tokens" if hit else "cache_creation_input_tokens"] = tokens
+        usage["input_tokens"] = total - tokens
+        return usage
 
     def _content(self, reply: StubReply, body: dict[str, Any]) -> tuple[list[Any], str]:
         forced = _forced_tool(body)

@@ -297,3 +297,16 @@ def test_settle_asks_no_more_output_than_one_runner_reply_carries() -> None:
     default = CodeLimits.model_validate({"outputKb": 64})
     assert run_limits(default, cases[:2]).output_bytes == 64 * 1024
     assert run_limits(limits, []).output_bytes == 256 * 1024  # codeimage: its one picture run
+
+
+def test_the_system_prompt_is_the_same_for_every_draft_of_a_type() -> None:
+    """Issue 31 (prompt caching): the draft, the statement and the item's row travel in the user
+    message, so the system prompt of a type's wand (and of its item wand) is byte-identical
+    from one call to the next: the stable prefix the gateway marks for the provider's cache."""
+    one = prepare_generate("mcq", request(MCQ))
+    other = prepare_generate("mcq", request({"prompt": "Quelle est la capitale du Pérou ?"}))
+    assert one.system == other.system and one.output_schema == other.output_schema
+    assert one.user != other.user and "Pérou" not in other.system
+    first, second = (prepare_generate("mcq", request(MCQ, item=i)) for i in (1, 1))
+    assert first.system == second.system
+    assert "number 2" in first.user and "number 2" not in first.system

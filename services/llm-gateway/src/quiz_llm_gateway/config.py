@@ -131,6 +131,13 @@ class Settings(ServiceSettings):
             "POST, the JSON read as is) or `sdk` (client.messages.create); same replies."
         ),
     )
+    prompt_cache: bool = Field(
+        default=True,
+        description=(
+            "Mark a request's stable prefix (system prompt, else the forced tool) for "
+            "Anthropic's prompt cache when it reaches the model's cacheable minimum (issue 31)."
+        ),
+    )
     provider_max_retries: int = Field(default=3, ge=0)
     backoff_base_s: float = 0.5
     backoff_max_s: float = 8.0

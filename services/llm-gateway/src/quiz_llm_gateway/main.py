@@ -53,6 +53,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 settings.anthropic_base_url,
                 settings.provider_timeout_s,
                 settings.provider_path,
+                prompt_cache=settings.prompt_cache,
             )
         else:
             log.warning("no ANTHROPIC_API_KEY: every call answers llm_not_configured")

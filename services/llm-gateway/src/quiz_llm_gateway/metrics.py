@@ -3,6 +3,8 @@
 - `calls_total{purpose,model,outcome}`: calls answered (ok or the error code).
 - `cost_usd_total{purpose,model}`: real spend settled, in USD.
 - `tokens_total{purpose,model,direction}`: input and output tokens settled.
+- `cache_tokens_total{model,kind}`: of the input tokens, those read from (`read`) or written
+  to (`write`) the provider's prompt cache (issue 31).
 - `call_duration_seconds{purpose}`: a call from admission to reply, retries included.
 - `provider_requests_total{model,status}`: HTTP requests to the provider (ok, 429, 529, timeout…).
 - `parse_failures_total{purpose}`: unreadable replies (schema or empty), each one asked again once.
@@ -53,6 +55,11 @@ class GatewayMetrics(MetricSet):
         self.tokens = self.counter(
             "tokens_total", "Settled tokens.", ["purpose", "model", "direction"]
         )
+        self.cache_tokens = self.counter(
+            "cache_tokens_total",
+            "Prompt-cache input tokens settled: read (0.1x) or written (1.25x the input price).",
+            ["model", "kind"],
+        )
         self.duration = self.histogram(
             "call_duration_seconds",
             "Call duration, retries included.",
@@ -91,3 +98,4 @@ class GatewayMetrics(MetricSet):
             zero(self.calls, [purpose], [model], CALL_OUTCOMES)
             zero(self.provider_requests, [model], ["ok"])
             zero(self.parse_failures, [purpose])
+            zero(self.cache_tokens, [model], ["read", "write"])

@@ -353,7 +353,7 @@ class Gateway:
         """
         model = self.models[req.purpose.value]
         messages, tools = request_shape(req)
-        return attempt_worst_case(self.prices[model], req, messages, tools)
+        return attempt_worst_case(self.prices[model], req, messages, tools, model=model)
 
     async def usage(
         self,

@@ -117,6 +117,7 @@ async def make_rig(
                 settings.anthropic_base_url or anthropic_stub.base_url,
                 10,
                 settings.provider_path,
+                prompt_cache=settings.prompt_cache,
             )
             providers.append(provider)
         registry = CollectorRegistry()

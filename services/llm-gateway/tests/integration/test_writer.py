@@ -81,6 +81,11 @@ async def test_admissions_batched_together_keep_the_rate_limit(
     )
     codes = [r.code.value if isinstance(r, ContractError) else "ok" for r in results]
     assert codes.count("ok") == 10 and codes.count("rate_limited") == 20
+    # Each refusal's ledger row written by its rate check (on PostgreSQL inside the batch's
+    # one statement per call, issue 32), none for the admitted ones.
+    refusals = await rig.repo.ledger_rows(outcome="refused")
+    assert len(refusals) == 20 and {r["error_code"] for r in refusals} == {"rate_limited"}
+    assert all(r["cost_micros"] == 0 and r["attempt"] == 0 for r in refusals)
 
 
 async def test_admissions_batched_together_keep_the_cap(make_rig: Any) -> None:

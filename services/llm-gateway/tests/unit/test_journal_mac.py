@@ -2,15 +2,24 @@
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import secrets
 from datetime import UTC, date, datetime
 from decimal import Decimal
+from typing import Any
 
 import pytest
 from pydantic import ValidationError
 
+from quiz_contracts.base import WireModel
 from quiz_contracts.llm import CompleteReply, Usage
-from quiz_contracts.llm_journal import JournalEntry, JournalLedgerRow, JournalReply
+from quiz_contracts.llm_journal import (
+    JournalEntry,
+    JournalHold,
+    JournalLedgerRow,
+    JournalReply,
+)
 from quiz_llm_gateway.domain.journal_mac import check_key, mac_of, sign, verify
 from quiz_llm_gateway.domain.money import check_amounts, check_usd
 from quiz_llm_gateway.domain.pricing import ModelPrice, PricingError, parse_prices
@@ -112,3 +121,97 @@ def test_a_negative_or_non_finite_usd_amount_is_refused(value: str) -> None:
     with pytest.raises(ValidationError):
         Usage(input_tokens=1, output_tokens=1, cost_usd=value)  # type: ignore[arg-type]
     assert check_usd("cost", Decimal("0")) == 0
+
+
+# The journal's shapes as they were signed before issue 31 added the cache token counts: an
+# entry a replica wrote then must still verify and replay once this code reads it.
+class _OldUsage(WireModel):
+    input_tokens: int
+    output_tokens: int
+    cost_usd: Decimal
+
+
+class _OldReply(WireModel):
+    output: dict[str, Any] | str
+    model: str
+    usage: _OldUsage
+    attempts: int
+    call_id: str
+    stop_reason: str | None = None
+
+
+class _OldStoredReply(WireModel):
+    key: str
+    digest: str
+    call_id: str
+    reply: _OldReply
+    until: float
+
+
+class _OldRow(WireModel):
+    at: datetime
+    day: date
+    call_id: str
+    attempt: int
+    purpose: str
+    person: str | None
+    billed_to: str | None
+    model: str
+    effort: str
+    outcome: str
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_micros: int = 0
+    reserved_micros: int = 0
+    error_code: str | None = None
+    provider_requests: int = 0
+    latency_ms: int = 0
+    request_id: str | None = None
+    trace_id: str | None = None
+
+
+class _OldEntry(WireModel):
+    held: JournalHold | None = None
+    row: _OldRow | None = None
+    reply: _OldStoredReply | None = None
+    mac: str | None = None
+
+
+def _signed_the_old_way(entry: _OldEntry) -> str:
+    body = entry.model_dump_json(exclude={"mac"})
+    mac = hmac.new(KEY, SUBJECT.encode() + b"\n" + body.encode(), hashlib.sha256).hexdigest()
+    return entry.model_copy(update={"mac": mac}).model_dump_json()
+
+
+def test_entries_signed_before_the_cache_fields_still_verify() -> None:
+    settle = _OldEntry(
+        held=JournalHold(id="h-1", day=ROW.day, amount_micros=5000),
+        row=_OldRow(**{k: v for k, v in ROW.model_dump().items() if k in _OldRow.model_fields}),
+    )
+    decoded = JournalEntry.model_validate_json(_signed_the_old_way(settle))
+    assert decoded.row is not None and decoded.row.cache_read_input_tokens == 0
+    assert verify(KEY, SUBJECT, decoded)
+    usage = _OldUsage(input_tokens=1, output_tokens=1, cost_usd=Decimal("0.000018"))
+    stored = _OldStoredReply(
+        key="review:t:r-1",
+        digest="d",
+        call_id="c-1",
+        reply=_OldReply(output={"findings": []}, model="m", usage=usage, attempts=1, call_id="c"),
+        until=1.0,
+    )
+    assert verify(
+        KEY, SUBJECT, JournalEntry.model_validate_json(_signed_the_old_way(_OldEntry(reply=stored)))
+    )
+
+
+def test_cache_token_counts_are_signed_once_set() -> None:
+    row = JournalLedgerRow(**{**ROW.model_dump(), "cache_read_input_tokens": 80})
+    signed = sign(KEY, SUBJECT, JournalEntry(row=row))
+    assert verify(KEY, SUBJECT, JournalEntry.model_validate_json(signed.model_dump_json()))
+    assert signed.row is not None
+    for forged in (
+        signed.row.model_copy(update={"cache_read_input_tokens": 0}),
+        signed.row.model_copy(update={"cache_read_input_tokens": 90}),
+        signed.row.model_copy(update={"cache_creation_input_tokens": 5}),
+    ):
+        assert not verify(KEY, SUBJECT, signed.model_copy(update={"row": forged}))

@@ -297,3 +297,13 @@ def test_a_teachers_mark_is_never_overwritten(teacher_first: IdeaMark) -> None:
     proposed = apply_ai_verdicts({}, [AiVerdict("bouge", True, "x", None)], {"bouge"}, {"bouge"})
     assert marks_to_write(proposed, {"bouge": teacher_first}) == []
     assert marks_to_write(proposed, {}) == proposed
+
+
+def test_the_system_prompt_is_the_same_for_every_batch() -> None:
+    """Issue 31 (prompt caching): the question and the ideas travel in the user message, so the
+    system prompt and the verdict schema are byte-identical from one batch to the next."""
+    one = call_for(["bouge"], statement="Vivant ?")
+    other = call_for(["dort", "mange"], (("respire", "Respire"),), statement="Mort ?")
+    assert one.system == other.system == SYSTEM_PROMPT
+    assert one.output_schema == other.output_schema
+    assert "Mort" not in other.system and "dort" not in other.system

@@ -151,3 +151,25 @@ def test_the_prompt_is_counted_as_the_platforms_night_counts_it() -> None:
     assert utf16_length("é") == 1
     expected = (len(json_text) + 1) + len("Parce que.") + len(SYSTEM_PROMPT)
     assert platform_prompt_chars(config, "Parce que.") == expected
+
+
+def test_the_stable_prefix_is_byte_identical_across_questions_and_cacheable() -> None:
+    """Issue 31: the night sends the same system prompt and reply schema with every question,
+    the question only in the user message, so the gateway can mark that prefix for the
+    provider's prompt cache; and the prefix reaches Sonnet's cacheable minimum (1,024 tokens)
+    by the gateway's low estimate, UTF-8 bytes / 4 (docs/llm-gateway.md, "Prompt caching")."""
+    one = review_request("mcq", CONFIG, EXPLANATION, user=None, request_id="review:v1")
+    other = review_request("rich", {"prompt": "Expliquez."}, "", user="teacher-1")
+    assert one.system == other.system == SYSTEM_PROMPT
+    assert one.output_schema == other.output_schema
+    assert one.messages[0].content != other.messages[0].content
+    assert "Expliquez" not in SYSTEM_PROMPT and "[[a]] + [[b]]" not in SYSTEM_PROMPT
+    assert one.output_schema is not None
+    schema = json.dumps(one.output_schema.json_schema, separators=(",", ":"), ensure_ascii=False)
+    # A lower bound of what the gateway counts (it adds the tool's name and description).
+    assert (len(SYSTEM_PROMPT.encode()) + len(schema.encode())) // 4 >= 1024
+
+
+def test_the_rules_say_how_the_reply_is_read() -> None:
+    for rule in ("first 20 findings", "cut at 1000 characters", "occurs exactly once"):
+        assert rule in SYSTEM_PROMPT

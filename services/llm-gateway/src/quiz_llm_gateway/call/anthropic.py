@@ -33,6 +33,7 @@ from quiz_llm_gateway.call.provider import (
     parse_retry_after,
     sanitize,
 )
+from quiz_llm_gateway.domain.prompt_cache import cacheable, marked
 from quiz_servicekit.telemetry import spans_recorded
 
 _tracer = trace.get_tracer("quiz.llm_gateway.provider")
@@ -70,11 +71,10 @@ def read_message(message: Any) -> ProviderReply:
         raise ProviderError(
             f"bad_response: not a Messages API reply ({kind})", retryable=True, outage=True
         )
-    input_tokens = (
-        usage.input_tokens
-        + (getattr(usage, "cache_creation_input_tokens", None) or 0)
-        + (getattr(usage, "cache_read_input_tokens", None) or 0)
-    )
+    # Anthropic's input_tokens are those after the cache breakpoint; ours are all of them.
+    cache_write = getattr(usage, "cache_creation_input_tokens", None) or 0
+    cache_read = getattr(usage, "cache_read_input_tokens", None) or 0
+    input_tokens = usage.input_tokens + cache_write + cache_read
     problem = None
     try:
         blocks = sanitize(
@@ -94,6 +94,8 @@ def read_message(message: Any) -> ProviderReply:
         output_tokens=usage.output_tokens,
         stop_reason=message.stop_reason if isinstance(message.stop_reason, str) else None,
         model=message.model if isinstance(message.model, str) else "",
+        cache_read_input_tokens=cache_read,
+        cache_creation_input_tokens=cache_write,
     )
 
 
@@ -123,11 +125,9 @@ def read_body(data: Any) -> ProviderReply:
         raise ProviderError(
             f"bad_response: not a Messages API reply ({kind})", retryable=True, outage=True
         )
-    input_tokens = (
-        usage["input_tokens"]
-        + (usage.get("cache_creation_input_tokens") or 0)
-        + (usage.get("cache_read_input_tokens") or 0)
-    )
+    cache_write = usage.get("cache_creation_input_tokens") or 0
+    cache_read = usage.get("cache_read_input_tokens") or 0
+    input_tokens = usage["input_tokens"] + cache_write + cache_read
     problem = None
     try:
         blocks = sanitize(content)
@@ -144,6 +144,8 @@ def read_body(data: Any) -> ProviderReply:
         output_tokens=usage["output_tokens"],
         stop_reason=stop_reason if isinstance(stop_reason, str) else None,
         model=model if isinstance(model, str) else "",
+        cache_read_input_tokens=cache_read,
+        cache_creation_input_tokens=cache_write,
     )
 
 
@@ -187,7 +189,12 @@ class AnthropicProvider:
     """One SDK client; the SDK's own retries are off so deadline, backoff and circuit are ours."""
 
     def __init__(
-        self, api_key: str, base_url: str | None, timeout_s: float, path: ProviderPath = "lean"
+        self,
+        api_key: str,
+        base_url: str | None,
+        timeout_s: float,
+        path: ProviderPath = "lean",
+        prompt_cache: bool = True,
     ) -> None:
         # The SDK on its aiohttp transport (the `anthropic[aiohttp]` extra): ~30 % less CPU per
         # call than httpx, whose pool checks every pooled connection on each request (issue 10).
@@ -204,6 +211,8 @@ class AnthropicProvider:
         self._effort: dict[str, tuple[float, frozenset[str]]] = {}
         self._effort_lock = asyncio.Lock()
         self.path = path
+        # Mark the stable prefix for Anthropic's prompt cache (LLM_GATEWAY_PROMPT_CACHE).
+        self.prompt_cache = prompt_cache
         # The lean path sends what the SDK would: its URL, auth, version and client headers
         # (the per-request `x-stainless-*` retry and timeout hints aside).
         self._messages_url = f"{str(self.client.base_url).rstrip('/')}/v1/messages"
@@ -262,8 +271,12 @@ class AnthropicProvider:
         body: dict[str, Any] = {"max_tokens": max_tokens, "messages": messages, "model": model}
         if effort is not None and effort in await self.effort_levels(model):
             body["output_config"] = {"effort": effort}
-        if system:
-            body["system"] = system
+        sent_system: str | list[dict[str, Any]] | None = system
+        if self.prompt_cache and cacheable(model, system, tools):
+            # The stable prefix (tools, system) with its cache breakpoint: domain.prompt_cache.
+            sent_system, tools = marked(system, tools)
+        if sent_system:
+            body["system"] = sent_system
         if tools:
             body["tools"] = tools
             body["tool_choice"] = {"type": "tool", "name": tools[0]["name"]}
@@ -296,6 +309,12 @@ class AnthropicProvider:
                 span.set_attribute("gen_ai.response.id", response_id)
                 span.set_attribute("gen_ai.usage.input_tokens", reply.input_tokens)
                 span.set_attribute("gen_ai.usage.output_tokens", reply.output_tokens)
+                span.set_attribute(
+                    "gen_ai.usage.cache_read.input_tokens", reply.cache_read_input_tokens
+                )
+                span.set_attribute(
+                    "gen_ai.usage.cache_creation.input_tokens", reply.cache_creation_input_tokens
+                )
                 if reply.stop_reason:
                     span.set_attribute("gen_ai.response.finish_reasons", [reply.stop_reason])
             return reply

@@ -45,6 +45,7 @@ from quiz_llm_gateway.domain.pricing import (
     usd,
     worst_case_micros,
 )
+from quiz_llm_gateway.domain.prompt_cache import cacheable, write_premium_micros
 from quiz_llm_gateway.metrics import GatewayMetrics
 from quiz_llm_gateway.settlement.ledger import Ledger
 
@@ -201,7 +202,7 @@ class Attempts:
         """One readable-or-not answer under its own hold: admit, call (with retries), settle."""
         assert self.provider is not None
         now = self.clock()
-        worst = attempt_worst_case(call.price, call.request, messages, tools)
+        worst = attempt_worst_case(call.price, call.request, messages, tools, model=call.model)
         refusal = call.ledger_row(attempt=0, outcome="refused", now=now)
         held = await self.admissions.admit(
             call.request,
@@ -234,7 +235,12 @@ class Attempts:
                 self.slices.settled(held, 0)
             raise ModelFailed(str(e), e.retry_after_s, fallback=e.fallback) from e
         # From here the provider was paid: every path settles before it answers or raises.
-        cost = call.add(reply.input_tokens, reply.output_tokens)
+        cost = call.add(
+            reply.input_tokens,
+            reply.output_tokens,
+            reply.cache_read_input_tokens,
+            reply.cache_creation_input_tokens,
+        )
         outcome, readable = self._judge(call, reply, tools is not None, read)
         row = call.ledger_row(
             attempt=attempt,
@@ -243,6 +249,8 @@ class Attempts:
             held=held,
             input_tokens=reply.input_tokens,
             output_tokens=reply.output_tokens,
+            cache_read_input_tokens=reply.cache_read_input_tokens,
+            cache_creation_input_tokens=reply.cache_creation_input_tokens,
             cost_micros=cost,
             requests=requests,
             latency_s=self.monotonic() - began,
@@ -258,6 +266,10 @@ class Attempts:
         m.child(m.cost, purpose, call.model).inc(float(usd(cost)))
         m.child(m.tokens, purpose, call.model, "input").inc(reply.input_tokens)
         m.child(m.tokens, purpose, call.model, "output").inc(reply.output_tokens)
+        if reply.cache_read_input_tokens:
+            m.child(m.cache_tokens, call.model, "read").inc(reply.cache_read_input_tokens)
+        if reply.cache_creation_input_tokens:
+            m.child(m.cache_tokens, call.model, "write").inc(reply.cache_creation_input_tokens)
         if outcome == "cut":
             budget = call.request.max_output_tokens
             raise ContractError(
@@ -308,7 +320,18 @@ def attempt_worst_case(
     req: CompleteRequest,
     messages: list[dict[str, Any]],
     tools: list[dict[str, Any]] | None,
+    *,
+    model: str,
 ) -> int:
-    """Micro-USD an attempt may cost at most: the input bound plus every output token allowed."""
+    """Micro-USD an attempt may cost at most: the input bound plus every output token allowed,
+    plus the cache-write premium when `model` gets the stable prefix marked cacheable.
+
+    Never a read discount in advance: every input token is held at the full price, and the
+    prefix's bound once more at 0.25 × (a write costs 1.25 ×), marked or not by this replica's
+    LLM_GATEWAY_PROMPT_CACHE, so the hold is ≥ any cost the provider can bill (issue 31).
+    """
     bound = estimate_input_tokens(req.system, messages, tools)
-    return worst_case_micros(price, bound, req.max_output_tokens)
+    worst = worst_case_micros(price, bound, req.max_output_tokens)
+    if cacheable(model, req.system, tools):
+        worst += write_premium_micros(price, req.system, tools)
+    return worst

@@ -30,6 +30,10 @@ class ProviderReply:
     # Set when the answer was paid (usage read) but its content could not be: never retried
     # as if unread, settled, then llm_failed.
     problem: str | None = None
+    # Of input_tokens, read from / written to the provider's prompt cache (issue 31); 0 for a
+    # provider without one (defaults: every provider's reply keeps the same shape).
+    cache_read_input_tokens: int = 0
+    cache_creation_input_tokens: int = 0
 
 
 class ProviderError(Exception):

@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 from quiz_contracts.llm import CompleteRequest, Usage
 from quiz_llm_gateway.domain.days import budget_day
 from quiz_llm_gateway.domain.pricing import ModelPrice, usd
+from quiz_llm_gateway.domain.prompt_cache import cached_cost_micros
 from quiz_llm_gateway.rows import Held, LedgerRow
 
 
@@ -23,13 +24,29 @@ class CallRecord:
     started: float  # monotonic seconds
     input_tokens: int = 0
     output_tokens: int = 0
+    # Of input_tokens, read from / written to the prompt cache (issue 31).
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
     cost_micros: int = 0
     attempts: int = 0  # admitted attempts (1, or 2 after an unreadable reply)
     requests: int = 0  # provider HTTP requests, retries included
 
-    def add(self, input_tokens: int, output_tokens: int) -> int:
-        """Count one provider answer; returns its cost in micro-USD."""
-        cost = self.price.cost_micros(input_tokens, output_tokens)
+    def add(
+        self, input_tokens: int, output_tokens: int, cache_read: int = 0, cache_write: int = 0
+    ) -> int:
+        """Count one provider answer; returns its cost in micro-USD.
+
+        `input_tokens` is every input token, of which `cache_read` were read from the prompt
+        cache (0.1 × the input price) and `cache_write` written to it (1.25 ×).
+        """
+        if cache_read or cache_write:
+            cost = cached_cost_micros(
+                self.price, input_tokens, output_tokens, cache_read, cache_write
+            )
+        else:
+            cost = self.price.cost_micros(input_tokens, output_tokens)
+        self.cache_read_tokens += cache_read
+        self.cache_write_tokens += cache_write
         self.input_tokens += input_tokens
         self.output_tokens += output_tokens
         self.cost_micros += cost
@@ -41,6 +58,8 @@ class CallRecord:
             input_tokens=self.input_tokens,
             output_tokens=self.output_tokens,
             cost_usd=usd(self.cost_micros),
+            cache_read_input_tokens=self.cache_read_tokens,
+            cache_creation_input_tokens=self.cache_write_tokens,
         )
 
     def ledger_row(
@@ -56,6 +75,8 @@ class CallRecord:
         cost_micros: int = 0,
         requests: int = 0,
         latency_s: float = 0.0,
+        cache_read_input_tokens: int = 0,
+        cache_creation_input_tokens: int = 0,
     ) -> LedgerRow:
         """A ledger row of this call; prompt text is never part of it (data minimisation)."""
         req = self.request
@@ -80,4 +101,6 @@ class CallRecord:
             latency_ms=int(latency_s * 1000),
             request_id=req.request_id,
             trace_id=self.trace_id,
+            cache_read_input_tokens=cache_read_input_tokens,
+            cache_creation_input_tokens=cache_creation_input_tokens,
         )

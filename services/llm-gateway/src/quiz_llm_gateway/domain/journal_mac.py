@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+from typing import Any
 
 from quiz_contracts.llm_journal import JournalEntry
 
@@ -19,8 +20,23 @@ from quiz_contracts.llm_journal import JournalEntry
 MIN_KEY_BYTES = 32
 
 
+# Fields added after entries were first signed (issue 31's cache token counts): left out of the
+# signed text while they hold their default 0, so an entry written before them — decoded today
+# with 0 there — signs to the very text it was signed as, and still verifies and replays.
+_CACHE_FIELDS = ("cache_read_input_tokens", "cache_creation_input_tokens")
+
+
+def _zero_fields(model: Any) -> set[str]:
+    return {name for name in _CACHE_FIELDS if getattr(model, name, None) == 0}
+
+
 def _message(subject: str, entry: JournalEntry) -> bytes:
-    body = entry.model_dump_json(exclude={"mac"})
+    exclude: dict[str, Any] = {"mac": True}
+    if entry.row is not None and (row := _zero_fields(entry.row)):
+        exclude["row"] = row
+    if entry.reply is not None and (usage := _zero_fields(entry.reply.reply.usage)):
+        exclude["reply"] = {"reply": {"usage": usage}}
+    body = entry.model_dump_json(exclude=exclude)
     return subject.encode() + b"\n" + body.encode()
 
 

@@ -64,6 +64,11 @@ _LEDGER_INSERT = "INSERT INTO llm_ledger ({}) VALUES ({})".format(  # noqa: S608
     ", ".join(LEDGER_COLUMNS), ", ".join(":" + c for c in LEDGER_COLUMNS)
 )
 
+# The refusal's ledger row of a rate check at its limit (`rate_step`, from its count `n`).
+_REFUSAL_AT_LIMIT = "INSERT INTO llm_ledger ({}) SELECT {} FROM n WHERE n.c >= :limit".format(  # noqa: S608
+    ", ".join(LEDGER_COLUMNS), ", ".join(":" + c for c in LEDGER_COLUMNS)
+)
+
 # The statements of every call, as plain SQL valid on SQLite and PostgreSQL alike.
 HOT_SQL: dict[str, str] = {
     "ensure_day": (
@@ -86,7 +91,7 @@ HOT_SQL: dict[str, str] = {
         "spent_micros = spent_micros + :cost WHERE day = :day"
     ),
     "ledger": _LEDGER_INSERT,
-    # PostgreSQL only: the settle of a call held in a slice as one statement (_settle_in).
+    # PostgreSQL only: the settle of a call held in a slice as one statement (issue 24).
     "settle_sliced": (
         "WITH ins AS (" + _LEDGER_INSERT + " ON CONFLICT (call_id, attempt) DO NOTHING "  # noqa: S608
         "RETURNING 1), "
@@ -101,6 +106,34 @@ HOT_SQL: dict[str, str] = {
     # A settle may be written twice (a replayed journal entry, a commit whose answer was
     # lost): the second is a no-op, keyed by (call_id, attempt).
     "ledger_once": _LEDGER_INSERT + " ON CONFLICT (call_id, attempt) DO NOTHING",
+    # PostgreSQL only (issue 32): a settle of a hold of its own (or of none: a refusal, a
+    # slice's call that cost nothing) as one statement — the ledger row once, then the hold's
+    # release and the cost on the day row only when the row was new (LedgerRows._settle_in's
+    # three steps).
+    "settle_held": (
+        "WITH ins AS (" + _LEDGER_INSERT + " ON CONFLICT (call_id, attempt) DO NOTHING "  # noqa: S608
+        "RETURNING 1), "
+        "gone AS (DELETE FROM reservations WHERE id = :hold_id AND EXISTS (SELECT 1 FROM ins) "
+        "RETURNING amount_micros) "
+        "UPDATE budget_days SET reserved_micros = reserved_micros - "
+        "COALESCE((SELECT SUM(amount_micros) FROM gone), 0), "
+        "spent_micros = spent_micros + :cost_micros "
+        "WHERE day = :hold_day AND EXISTS (SELECT 1 FROM ins) "
+        "AND (EXISTS (SELECT 1 FROM gone) OR :cost_micros > 0)"
+    ),
+    # PostgreSQL only (issue 32): one rate check as one statement, under its key's lock (taken
+    # by the statement before it, so this one's snapshot sees every earlier holder's events):
+    # the count, then the event (under the limit) or the refusal's ledger row (at it), and the
+    # window's times when refused (for retry_after_s).
+    "rate_step": (
+        "WITH n AS (SELECT COUNT(*) AS c FROM rate_events "  # noqa: S608
+        "WHERE key = :rate_key AND at > :since), "
+        "ev AS (INSERT INTO rate_events (key, at) SELECT :rate_key, :rate_at FROM n "
+        "WHERE n.c < :limit RETURNING 1), "
+        "refused AS (" + _REFUSAL_AT_LIMIT + " RETURNING 1) "
+        "SELECT n.c < :limit, CASE WHEN n.c < :limit THEN NULL ELSE ARRAY(SELECT at FROM "
+        "rate_events WHERE key = :rate_key AND at > :since) END FROM n"
+    ),
     "rate_lock": "SELECT pg_advisory_xact_lock(hashtextextended(:key, 0))",
     # Events that left the window are not read (the sweep deletes them): one statement less
     # per call than pruning the key first.
@@ -120,8 +153,7 @@ HOT_SQL: dict[str, str] = {
         "(SELECT COUNT(*) FROM rate_events WHERE key = :key AND at > :since) < :limit"
     ),
     # Issue 24: the rate-only transaction does not wait for its WAL flush (admit_rates), set
-    # in the round trip of the first key's lock.
-    "async_commit": "SELECT set_config('synchronous_commit', 'off', true)",
+    # in the statement of the first key's lock.
     "rate_lock_async": (
         "SELECT set_config('synchronous_commit', 'off', true), "
         "pg_advisory_xact_lock(hashtextextended(:key, 0))"

@@ -17,56 +17,83 @@ from quiz_llm_gateway.rows.base import (
     SpendRow,
     Tables,
 )
-from quiz_servicekit.db import read_only, transaction
+from quiz_servicekit.db import pipeline, pipelined, read_only, transaction
 
 
 class LedgerRows(Tables):
     """Settles and the ledger read back."""
 
-    @transaction
-    def settle(self, conn: Connection, held: Held | None, row: LedgerRow) -> None:
+    async def settle(self, held: Held | None, row: LedgerRow) -> None:
         """Release the hold, add the real cost and write the ledger row: one transaction.
 
         Without a hold (a refused call, cost 0) only the ledger row is written. Idempotent:
         when the row of (call_id, attempt) is already there, nothing changes.
         """
-        self._settle_in(conn, held, row)
+        await self.settle_many([(held, row)])
 
-    @transaction
-    def settle_many(self, conn: Connection, entries: list[tuple[Held | None, LedgerRow]]) -> None:
+    async def settle_many(self, entries: list[tuple[Held | None, LedgerRow]]) -> None:
         """Several settles in one transaction (group commit), in day order so that two
         writers' batches never wait on each other's day rows in opposite orders.
 
-        On PostgreSQL the batch's lease rows are locked first, in id order, before any day row:
-        a per-call settle earlier in the batch would otherwise take the day row before a slice's
-        lease row, the opposite of a lease, a return or an expiry of that slice (a deadlock).
+        On PostgreSQL one round trip (`_settle_many_pg`, issue 32), the batch's lease rows
+        locked first, in id order, before any day row: a per-call settle earlier in the batch
+        would otherwise take the day row before a slice's lease row, the opposite of a lease, a
+        return or an expiry of that slice (a deadlock).
         """
+        if self.db.dialect == "postgresql":
+            await self._settle_many_pg(entries)
+        else:
+            await self._settle_many_lite(entries)
+
+    @pipelined
+    def _settle_many_pg(
+        self, conn: Connection, entries: list[tuple[Held | None, LedgerRow]]
+    ) -> None:
+        """Every settle of the batch as one statement (`settle_sliced`: data-modifying CTEs in
+        the order of every other writer, lease row then day row; `settle_held`), sent in one
+        pipeline after the days' rows (when not known to exist) and, for a batch of several,
+        the lease rows' locks. A batch of one is one statement, its own transaction. Committed
+        with the server's synchronous_commit (on): the ledger row is on disk before the
+        caller's reply — never lowered for a spend record."""
+        q = self._q
+        ordered = sorted(entries, key=lambda e: (e[0] or e[1]).day)
+        days = sorted({(h or r).day for h, r in ordered} - self._days_created)
+        statements: list[tuple[str, dict[str, Any]]] = [
+            (q["ensure_day"], {"day": day, "cap": 0}) for day in days
+        ]
         leases = sorted({h.lease_id for h, _ in entries if h is not None and h.lease_id})
-        if leases and self.db.dialect == "postgresql":
-            for lease_id in leases:
-                conn.exec_driver_sql(self._q["lease_lock"] + " FOR UPDATE", {"id": lease_id})
+        if len(entries) > 1:
+            statements += [(q["lease_lock"] + " FOR UPDATE", {"id": i}) for i in leases]
+        for held, row in ordered:
+            params = self._ledger_params(row)
+            if held is not None and held.lease_id is not None and row.cost_micros:
+                params.update(
+                    lease_id=held.lease_id,
+                    lease_cost=min(row.cost_micros, held.amount_micros),
+                    hold_day=held.day,
+                )
+                statements.append((q["settle_sliced"], params))
+            else:
+                own = held is not None and held.lease_id is None
+                params.update(
+                    hold_id=held.id if own and held is not None else None,
+                    hold_day=(held or row).day,
+                )
+                statements.append((q["settle_held"], params))
+        pipeline(conn, statements)
+        self._days_created.update(days)
+
+    @transaction
+    def _settle_many_lite(
+        self, conn: Connection, entries: list[tuple[Held | None, LedgerRow]]
+    ) -> None:
+        """SQLite: the settles in day order (its one writer lock makes any order safe; the
+        order is PostgreSQL's, kept the same on both)."""
         for held, row in sorted(entries, key=lambda e: (e[0] or e[1]).day):
             self._settle_in(conn, held, row)
 
     def _settle_in(self, conn: Connection, held: Held | None, row: LedgerRow) -> None:
         q = self._q
-        if (
-            held is not None
-            and held.lease_id is not None
-            and row.cost_micros
-            and self.db.dialect == "postgresql"
-        ):
-            # The same three steps as below in one round trip (issue 24): PostgreSQL's
-            # data-modifying CTEs, in the order of every other writer (lease row, day row).
-            self._ensure_day(conn, held.day, 0)
-            params = self._ledger_params(row)
-            params.update(
-                lease_id=held.lease_id,
-                lease_cost=min(row.cost_micros, held.amount_micros),
-                hold_day=held.day,
-            )
-            conn.exec_driver_sql(q["settle_sliced"], params)
-            return
         if conn.exec_driver_sql(q["ledger_once"], self._ledger_params(row)).rowcount != 1:
             return
         released = 0

@@ -3,6 +3,8 @@ rate-only check of a call held in a slice (issue 24), the pruning of old events.
 
 from __future__ import annotations
 
+from typing import Any
+
 from sqlalchemy import Connection, delete
 
 from quiz_llm_gateway.domain.ratelimit import RateDecision, decide
@@ -13,14 +15,13 @@ from quiz_llm_gateway.rows.base import (
     RateKey,
     Tables,
 )
-from quiz_servicekit.db import transaction
+from quiz_servicekit.db import pipeline, pipelined, transaction
 
 
 class RateRows(Tables):
     """The rate events of (person, purpose) keys."""
 
-    @transaction
-    def admit_rates(self, conn: Connection, batch: list[AdmitArgs]) -> list[Admission]:
+    async def admit_rates(self, batch: list[AdmitArgs]) -> list[Admission]:
         """The per-person rate check alone, for calls held in this replica's slice of the cap
         (issue 24): each admitted call's event inserted, each refused one's ledger row written.
 
@@ -28,18 +29,55 @@ class RateRows(Tables):
         replicas, no cycle), and the transaction commits with `synchronous_commit = off`: it
         is visible to every other transaction at once (the count stays exact), only its
         durability waits for the WAL writer (≤ 3 × wal_writer_delay). A server crash in that
-        window forgets those rate events — a person may get that many calls more in the
-        minute, never money: no hold is in this transaction. (SQLite's WAL with
-        `synchronous=NORMAL` commits that way already.)
+        window forgets those rate events (and refusal rows, cost 0) — a person may get that
+        many calls more in the minute, never money: no hold and no spend is in this
+        transaction. (SQLite's WAL with `synchronous=NORMAL` commits that way already.) The
+        whole batch is one round trip there (`_admit_rates_pg`, issue 32).
         """
-        q = self._q
         if self.db.dialect == "postgresql":
-            keys = sorted({a.rate.key for a in batch if a.rate is not None})
-            if not keys:
-                conn.exec_driver_sql(q["async_commit"])
-            for i, key in enumerate(keys):
-                conn.exec_driver_sql(q["rate_lock_async" if i == 0 else "rate_lock"], {"key": key})
+            return await self._admit_rates_pg(batch)
+        return await self._admit_rates_lite(batch)
+
+    @transaction
+    def _admit_rates_lite(self, conn: Connection, batch: list[AdmitArgs]) -> list[Admission]:
         return [self._admit_rate_in(conn, a) for a in batch]
+
+    @pipelined
+    def _admit_rates_pg(self, conn: Connection, batch: list[AdmitArgs]) -> list[Admission]:
+        """`admit_rates` on PostgreSQL in one round trip (servicekit's `pipeline`): BEGIN, the
+        keys' locks in key order (the first also lowering synchronous_commit for this
+        transaction), one `rate_step` per call, COMMIT."""
+        q = self._q
+        keys = sorted({a.rate.key for a in batch if a.rate is not None})
+        if not keys:
+            return [Admission(True) for _ in batch]
+        statements: list[tuple[str, dict[str, Any]]] = [
+            (q["rate_lock_async" if i == 0 else "rate_lock"], {"key": key})
+            for i, key in enumerate(keys)
+        ]
+        for a in batch:
+            rate = a.rate
+            if rate is None:
+                continue
+            refusal = a.refusal.model_copy(update={"error_code": "rate_limited"})
+            params = self._ledger_params(refusal)
+            params.update(
+                rate_key=rate.key, rate_at=a.now, since=a.now - rate.window_s, limit=rate.limit
+            )
+            statements.append((q["rate_step"], params))
+        answers = iter(pipeline(conn, statements)[len(keys) :])
+        out: list[Admission] = []
+        for a in batch:
+            if a.rate is None:
+                out.append(Admission(True))
+                continue
+            admitted, times = next(answers).rows[0]
+            if admitted:
+                out.append(Admission(True))
+                continue
+            decision = decide(list(times or []), a.rate.limit, a.now, a.rate.window_s)
+            out.append(Admission(False, "rate_limited", decision.retry_after_s))
+        return out
 
     def _admit_rate_in(self, conn: Connection, a: AdmitArgs) -> Admission:
         if a.rate is None:

@@ -16,6 +16,7 @@ from sqlalchemy import (
     Integer,
     String,
     Text,
+    text,
 )
 from sqlmodel import Field, SQLModel
 
@@ -106,6 +107,13 @@ class LedgerEntry(SQLModel, table=True):
     latency_ms: int = Field(sa_column=Column(Integer, nullable=False))
     request_id: str | None = Field(default=None, sa_column=Column(String(200), nullable=True))
     trace_id: str | None = Field(default=None, sa_column=Column(String(32), nullable=True))
+    # Issue 31: of input_tokens, read from / written to the prompt cache (migration 0007).
+    cache_read_input_tokens: int = Field(
+        default=0, sa_column=Column(BigInteger, nullable=False, server_default=text("0"))
+    )
+    cache_creation_input_tokens: int = Field(
+        default=0, sa_column=Column(BigInteger, nullable=False, server_default=text("0"))
+    )
 
 
 class RateEvent(SQLModel, table=True):

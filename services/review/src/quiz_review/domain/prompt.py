@@ -71,6 +71,15 @@ column is a distractor.
 template's regions between @@lock and @@endlock are locked; `referenceSolution` is the \
 teacher's own solution.
 - rich: an essay graded by hand against `rubric`; `reference` is a model answer.
+
+How your reply is read (anything else is lost):
+- only the first 20 findings are kept, in the order given: put the errors first;
+- a finding whose path names no field of the question is dropped;
+- a message is cut at 1000 characters;
+- a fix is kept only when `from` occurs exactly once in the field's current value (text), or \
+is that value (a tick); otherwise the finding is kept without its fix. For example, a choice \
+ticked wrong that is right: {"severity": "error", "path": "choices.1.correct", "message": \
+"This choice is also right.", "fix": {"from": "false", "to": "true"}}.
 """
 
 FINDING_SCHEMA: Final[dict[str, Any]] = {
