@@ -215,3 +215,33 @@ def test_cache_token_counts_are_signed_once_set() -> None:
         signed.row.model_copy(update={"cache_creation_input_tokens": 5}),
     ):
         assert not verify(KEY, SUBJECT, signed.model_copy(update={"row": forged}))
+
+
+def test_the_quota_on_a_stored_reply_is_signed_once_set() -> None:
+    """Issue 31: remaining_usd/remaining_calls are left out of the signed text while null (so a
+    reply journaled before them still verifies, above) and signed once set."""
+    reply = CompleteReply(
+        output={"findings": []},
+        model="m",
+        usage=Usage(input_tokens=1, output_tokens=1, cost_usd=Decimal("0.000018")),
+        attempts=1,
+        call_id="c-1",
+        remaining_usd=Decimal("4.99"),
+        remaining_calls=9,
+    )
+    entry = JournalEntry(
+        reply=JournalReply(key="review:t:r-1", digest="d", call_id="c-1", reply=reply, until=1.0)
+    )
+    signed = sign(KEY, SUBJECT, entry)
+    assert verify(KEY, SUBJECT, JournalEntry.model_validate_json(signed.model_dump_json()))
+    assert signed.reply is not None
+    for forged in (
+        {"remaining_usd": Decimal("100")},
+        {"remaining_calls": None},
+        {"remaining_calls": 10},
+    ):
+        planted = signed.reply.reply.model_copy(update=forged)
+        tampered = signed.model_copy(
+            update={"reply": signed.reply.model_copy(update={"reply": planted})}
+        )
+        assert not verify(KEY, SUBJECT, tampered)

@@ -26,6 +26,11 @@ MIN_KEY_BYTES = 32
 _CACHE_FIELDS = ("cache_read_input_tokens", "cache_creation_input_tokens")
 
 
+# Likewise the quota on the reply (issue 31, CompleteReply.remaining_usd/remaining_calls):
+# left out while null, so a stored reply journaled before them still verifies.
+_QUOTA_FIELDS = ("remaining_usd", "remaining_calls")
+
+
 def _zero_fields(model: Any) -> set[str]:
     return {name for name in _CACHE_FIELDS if getattr(model, name, None) == 0}
 
@@ -34,8 +39,13 @@ def _message(subject: str, entry: JournalEntry) -> bytes:
     exclude: dict[str, Any] = {"mac": True}
     if entry.row is not None and (row := _zero_fields(entry.row)):
         exclude["row"] = row
-    if entry.reply is not None and (usage := _zero_fields(entry.reply.reply.usage)):
-        exclude["reply"] = {"reply": {"usage": usage}}
+    if entry.reply is not None:
+        reply = entry.reply.reply
+        left_out: dict[str, Any] = {n: True for n in _QUOTA_FIELDS if getattr(reply, n) is None}
+        if usage := _zero_fields(reply.usage):
+            left_out["usage"] = usage
+        if left_out:
+            exclude["reply"] = {"reply": left_out}
     body = entry.model_dump_json(exclude=exclude)
     return subject.encode() + b"\n" + body.encode()
 
