@@ -48,7 +48,7 @@ def test_the_table_grants_what_the_issue_says() -> None:
     llm_callers = {
         u.name for u in bus.USERS if s.llm_complete_subject(u.name) in u.publish and u.name != "ops"
     }
-    assert llm_callers == {"editor-assist", "review", "poll", "lesson-fix"}
+    assert llm_callers == {"editor-assist", "review", "poll", "lesson-fix", "platform"}
     runner_callers = {u.name for u in bus.USERS if s.RUNNER_RUN in u.publish}
     assert runner_callers == {"editor-assist"}
     # The review's lint (issue 30): the platform and the wand, besides review's own prefix.
@@ -61,6 +61,7 @@ def test_the_table_grants_what_the_issue_says() -> None:
         "poll.v1.open",
         "poll.v1.close",
         "poll.v1.join",
+        *bus.llm_requests("platform"),
     }
     # No service may touch the JetStream API account-wide.
     for u in bus.USERS:
@@ -108,19 +109,28 @@ async def test_refusals_on_the_locked_bus(tmp_path: Path) -> None:
         await gateway.flush()
         payload = b"{}"  # the subject is what is refused, not the body
 
-        # A caller with the right gets through.
-        caller, _ = await _connect(server.url_for("editor-assist"))
-        reply = await caller.request(s.llm_complete_subject("editor-assist"), payload, timeout=2)
-        assert reply.data == b"{}" and len(seen) == 1
+        # A caller with the right gets through: a service, and the platform for its own
+        # purposes (issue 31), each on its own subject.
+        for n, name in enumerate(("editor-assist", "platform"), start=1):
+            caller, _ = await _connect(server.url_for(name))
+            reply = await caller.request(s.llm_complete_subject(name), payload, timeout=2)
+            assert reply.data == b"{}" and len(seen) == n
+            await caller.close()
 
-        # The runner, the platform's publishers and monitoring may not request the gateway.
-        for name in ("runner", "platform", "monitor"):
+        # The runner and monitoring may not request the gateway; the platform not on another
+        # caller's subject.
+        client, errors = await _connect(server.url_for("platform"))
+        with pytest.raises((NatsTimeoutError, NoRespondersError)):
+            await client.request(s.llm_complete_subject("review"), payload, timeout=0.5)
+        assert await _eventually(lambda e=errors: _refused(e) >= 1), errors
+        await client.close()
+        for name in ("runner", "monitor"):
             client, errors = await _connect(server.url_for(name))
             with pytest.raises((NatsTimeoutError, NoRespondersError)):
                 await client.request(s.llm_complete_subject(name), payload, timeout=0.5)
             assert await _eventually(lambda e=errors: _refused(e) >= 1), (name, errors)
             await client.close()
-        assert len(seen) == 1, "a refused request reached the gateway"
+        assert len(seen) == 2, "a refused request reached the gateway"
 
         # Only editor-assist may request the runner.
         client, errors = await _connect(server.url_for("review"))
@@ -285,7 +295,15 @@ def test_each_user_reads_replies_under_its_own_prefix_only() -> None:
         publish = bus.permissions(bus.user(name))["publish"]
         return {p for p in publish.get("allow", []) if p.startswith("_INBOX")}  # type: ignore[attr-defined]
 
-    every_llm_caller = {"editor-assist", "review", "poll", "lesson-fix", "monitor", "ops"}
+    every_llm_caller = {
+        "editor-assist",
+        "review",
+        "poll",
+        "lesson-fix",
+        "platform",
+        "monitor",
+        "ops",
+    }
     assert writes_to("llm-gateway") == {f"_INBOX_{n}.>" for n in every_llm_caller}
     assert writes_to("runner") == {f"_INBOX_{n}.>" for n in ("editor-assist", "monitor", "ops")}
     assert "_INBOX_platform.>" in writes_to("poll")
@@ -442,7 +460,7 @@ async def test_the_platform_reads_review_completed_and_the_poll_frames(tmp_path:
 CALLS = (
     *(
         (caller, "llm-gateway", s.LLM_COMPLETE_BY_CALLER, s.llm_complete_subject(caller))
-        for caller in ("editor-assist", "review", "poll", "lesson-fix")
+        for caller in ("editor-assist", "review", "poll", "lesson-fix", "platform")
     ),
     ("editor-assist", "runner", s.RUNNER_RUN, s.RUNNER_RUN),
     ("platform", "poll", s.POLL_OPEN, s.POLL_OPEN),

@@ -178,10 +178,17 @@ USERS: tuple[BusUser, ...] = (
     # (JetStream publishes: the stream's ack comes back on _INBOX_platform), and the poll's edge
     # (ADR-071: the platform opens, closes and joins polls, request/reply).
     # It reads what is published for it (issue 21): review's completed events and the poll's
-    # live frames, exactly those.
+    # live frames, exactly those. It calls the gateway on its own subject for the platform's own
+    # purposes (issue 31: test, grade, assist, describe, domain, concepts; CALLER_PURPOSES).
     BusUser(
         "platform",
-        publish=(s.REVIEW_REQUESTS, s.REVIEW_LINT, "questions.v1.>", *POLL_EDGE),
+        publish=(
+            s.REVIEW_REQUESTS,
+            s.REVIEW_LINT,
+            "questions.v1.>",
+            *POLL_EDGE,
+            *llm_requests("platform"),
+        ),
         subscribe=(s.REVIEW_COMPLETED, s.poll_tally_filter()),
         service=False,
     ),
