@@ -96,7 +96,9 @@ async def gateway(make_settings: Any) -> AsyncIterator[str]:
 async def test_a_structured_call_is_answered_by_the_local_model_and_billed_at_its_price(
     gateway: str, nc: NATS, local: OpenAIStub, anthropic_stub: AnthropicStub
 ) -> None:
-    local.script(ChatReply.call({"choices": ["4"]}, {"prompt_tokens": 1000, "completion_tokens": 100}))
+    local.script(
+        ChatReply.call({"choices": ["4"]}, {"prompt_tokens": 1000, "completion_tokens": 100})
+    )
     reply = await request(nc, subjects.LLM_COMPLETE, complete_request(), CompleteReply, timeout=10)
     assert reply.output == {"choices": ["4"]} and reply.model == LOCAL
     # 1000 × $0.5 + 100 × $2 per million tokens.

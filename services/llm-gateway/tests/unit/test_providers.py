@@ -26,6 +26,7 @@ from quiz_llm_gateway.domain.providers import (
     refused_purposes,
     residency_message,
     residency_refused,
+    unusable,
     wire_model,
 )
 
@@ -159,3 +160,13 @@ def test_arguments_that_are_not_json_stay_raw_and_read_as_unreadable() -> None:
     blocks, _ = reply_blocks(message, "tool_calls", "count", "tools")
     problem = read_tool_output(blocks, "count", cached_validator(SCHEMA))
     assert isinstance(problem, Unreadable) and "not a JSON object" in problem.problem
+
+
+def test_residency_refuses_before_a_missing_provider_and_each_names_its_setting() -> None:
+    assert unusable("poll", "openai-compat/m", "local", True) is None
+    assert unusable("poll", "claude-haiku-4-5", "any", True) is None
+    refused = unusable("poll", "claude-haiku-4-5", "local", True)
+    assert refused is not None and "LLM_DATA_RESIDENCY=local" in refused
+    assert "LLM_DATA_RESIDENCY" in (unusable("poll", "claude-haiku-4-5", "local", False) or "")
+    assert "OPENAI_COMPAT_BASE_URL" in (unusable("poll", "openai-compat/m", "any", False) or "")
+    assert "ANTHROPIC_API_KEY" in (unusable("poll", "claude-haiku-4-5", "any", False) or "")

@@ -25,10 +25,8 @@ from opentelemetry.trace import SpanKind, Status, StatusCode
 from quiz_llm_gateway.domain.openai_chat import StructuredMode, chat_request, reply_blocks
 from quiz_llm_gateway.domain.providers import wire_model
 from quiz_llm_gateway.provider import (
-    CONNECTION_ERROR,
     OUTAGE_STATUSES,
     RETRYABLE_STATUSES,
-    TIMEOUT_ERROR,
     ProviderError,
     ProviderReply,
     parse_retry_after,
@@ -39,6 +37,9 @@ from quiz_servicekit.telemetry import spans_recorded
 _tracer = trace.get_tracer("quiz.llm_gateway.openai_compat")
 log = logging.getLogger(__name__)
 
+# Worded as the Anthropic provider's, so logs and ledger details read alike for both.
+TIMEOUT_ERROR = "timeout: provider did not answer"
+CONNECTION_ERROR = "connection: Connection error."
 # A server run without keys (llama.cpp, Ollama) ignores the header; the SDK insists on one.
 NO_KEY = "no-key"
 

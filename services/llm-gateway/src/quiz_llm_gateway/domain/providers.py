@@ -122,3 +122,15 @@ def check_local_models_priced(
             f"no price for self-hosted model(s) {', '.join(missing)}: set {PRICES_SETTING}, "
             'e.g. {"' + missing[0] + '": [0, 0]} (USD per million input and output tokens)'
         )
+
+
+def unusable(purpose: str, model: str, residency: Residency, served: bool) -> str | None:
+    """Why `purpose` cannot call `model` here (the `llm_not_configured` message), None if it
+    can: residency refuses it first (a key being set changes nothing), then a provider with no
+    key or base URL."""
+    if residency_refused(model, residency):
+        return residency_message(purpose, model)
+    if not served:
+        setting = BASE_URL_SETTING if provider_kind(model) == OPENAI_COMPAT else "ANTHROPIC_API_KEY"
+        return f"no LLM provider is configured for {model!r}: set {setting} for the llm-gateway"
+    return None
