@@ -6,6 +6,7 @@ test kit's OpenAI stub, and the Anthropic stub beside it to prove what is never 
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator, Iterator
 from decimal import Decimal
@@ -27,7 +28,7 @@ from quiz_contracts.llm import (
 from quiz_llm_gateway.config import Settings
 from quiz_llm_gateway.domain.pricing import PricingError
 from quiz_llm_gateway.main import create_app
-from quiz_servicekit.natsio import request
+from quiz_servicekit.natsio import NotAnswered, request
 from quiz_testkit.anthropic_stub import AnthropicStub
 from quiz_testkit.jwt_keys import SigningKeys
 from quiz_testkit.openai_stub import ChatReply, OpenAIStub
@@ -38,6 +39,21 @@ from .test_nats import complete_request
 pytestmark = pytest.mark.integration
 
 LOCAL = "openai-compat/gemma3-270m"
+
+
+async def ask(nc: NATS, subject: str, body: Any, reply: type[Any]) -> Any:
+    """`request`, asked again while nobody answers yet: a gateway started inside the test
+    subscribes on its own connection, which the server may not have seen when it is asked."""
+    for _ in range(50):
+        try:
+            return await request(nc, subject, body, reply, timeout=10)
+        except NotAnswered as e:
+            if e.delivered:
+                raise
+            await asyncio.sleep(0.1)
+    return await request(nc, subject, body, reply, timeout=10)
+
+
 # Every purpose local but review, which stays on Anthropic (refused under residency local).
 MODELS = {p.value: LOCAL for p in Purpose if p is not Purpose.review}
 
@@ -99,7 +115,7 @@ async def test_a_structured_call_is_answered_by_the_local_model_and_billed_at_it
     local.script(
         ChatReply.call({"choices": ["4"]}, {"prompt_tokens": 1000, "completion_tokens": 100})
     )
-    reply = await request(nc, subjects.LLM_COMPLETE, complete_request(), CompleteReply, timeout=10)
+    reply = await ask(nc, subjects.LLM_COMPLETE, complete_request(), CompleteReply)
     assert reply.output == {"choices": ["4"]} and reply.model == LOCAL
     # 1000 × $0.5 + 100 × $2 per million tokens.
     assert reply.usage.cost_usd == Decimal("0.0007")
@@ -114,7 +130,7 @@ async def test_an_invalid_reply_is_asked_again_with_what_was_wrong(
     gateway: str, nc: NATS, local: OpenAIStub
 ) -> None:
     local.script(ChatReply.call({"choices": "four"}), ChatReply.call({"choices": ["4"]}))
-    reply = await request(nc, subjects.LLM_COMPLETE, complete_request(), CompleteReply, timeout=10)
+    reply = await ask(nc, subjects.LLM_COMPLETE, complete_request(), CompleteReply)
     assert reply.output == {"choices": ["4"]} and reply.attempts == 2
     second = local.requests[1].body["messages"]
     assert second[-1]["role"] == "tool" and "did not match the schema" in second[-1]["content"]
@@ -125,7 +141,7 @@ async def test_finish_reason_length_is_a_cut_reply_never_retried_with_the_same_b
 ) -> None:
     local.script(ChatReply.call('{"choices": ["4"', finish_reason="length"))
     with pytest.raises(ContractError) as caught:
-        await request(nc, subjects.LLM_COMPLETE, complete_request(), CompleteReply, timeout=10)
+        await ask(nc, subjects.LLM_COMPLETE, complete_request(), CompleteReply)
     assert caught.value.code == ErrorCode.llm_failed
     assert "max_output_tokens=300" in caught.value.message
     assert len(local.requests) == 1
@@ -139,7 +155,7 @@ async def test_a_429_is_retried_after_its_retry_after_and_a_5xx_too(
         ChatReply.error(503),
         ChatReply.call({"choices": ["4"]}),
     )
-    reply = await request(nc, subjects.LLM_COMPLETE, complete_request(), CompleteReply, timeout=10)
+    reply = await ask(nc, subjects.LLM_COMPLETE, complete_request(), CompleteReply)
     assert reply.output == {"choices": ["4"]} and reply.attempts == 1
     assert len(local.requests) == 3
 
@@ -148,12 +164,11 @@ async def test_a_purpose_on_anthropic_is_refused_under_local_residency_and_never
     gateway: str, nc: NATS, anthropic_stub: AnthropicStub, local: OpenAIStub
 ) -> None:
     with pytest.raises(ContractError) as caught:
-        await request(
+        await ask(
             nc,
             subjects.LLM_COMPLETE,
             complete_request(purpose="review"),
             CompleteReply,
-            timeout=10,
         )
     assert caught.value.code == ErrorCode.llm_not_configured
     assert "LLM_DATA_RESIDENCY=local" in caught.value.message
@@ -164,27 +179,23 @@ async def test_a_purpose_on_anthropic_is_refused_under_local_residency_and_never
 async def test_availability_names_each_purposes_provider_and_the_residency(
     gateway: str, nc: NATS, local: OpenAIStub
 ) -> None:
-    every = await request(
-        nc, subjects.LLM_AVAILABILITY, AvailabilityRequest(), AvailabilityReply, timeout=10
-    )
+    every = await ask(nc, subjects.LLM_AVAILABILITY, AvailabilityRequest(), AvailabilityReply)
     assert every.residency == "local"
     assert every.providers[Purpose.poll] == "127.0.0.1"  # the base URL's host: no name set
     assert every.providers[Purpose.review] == "Anthropic"
     assert every.available  # the local purposes can be called
-    review = await request(
+    review = await ask(
         nc,
         subjects.LLM_AVAILABILITY,
         AvailabilityRequest(purpose=Purpose.review),
         AvailabilityReply,
-        timeout=10,
     )
     assert not review.available and review.reason == ErrorCode.llm_not_configured
-    poll = await request(
+    poll = await ask(
         nc,
         subjects.LLM_AVAILABILITY,
         AvailabilityRequest(purpose=Purpose.poll),
         AvailabilityReply,
-        timeout=10,
     )
     assert poll.available and poll.models == {Purpose.poll: LOCAL}
 
@@ -216,19 +227,14 @@ async def test_without_residency_both_providers_answer_their_own_purposes(
 ) -> None:
     settings = make_settings(openai_compat_provider_name="Ollama")
     async with serve_app(create_app(settings), settings):
-        local_reply = await request(
-            nc, subjects.LLM_COMPLETE, complete_request(), CompleteReply, timeout=10
-        )
-        remote = await request(
+        local_reply = await ask(nc, subjects.LLM_COMPLETE, complete_request(), CompleteReply)
+        remote = await ask(
             nc,
             subjects.LLM_COMPLETE,
             complete_request(purpose="review"),
             CompleteReply,
-            timeout=10,
         )
-        every = await request(
-            nc, subjects.LLM_AVAILABILITY, AvailabilityRequest(), AvailabilityReply, timeout=10
-        )
+        every = await ask(nc, subjects.LLM_AVAILABILITY, AvailabilityRequest(), AvailabilityReply)
     assert local_reply.model == LOCAL and remote.model == "claude-sonnet-4-6"
     assert len(local.requests) == 1 and len(anthropic_stub.requests) == 1
     assert every.residency == "any" and every.providers[Purpose.poll] == "Ollama"
@@ -253,9 +259,7 @@ async def test_an_explicit_zero_price_is_free_and_still_counted(
 ) -> None:
     settings = make_settings(llm_model_prices={LOCAL: [0, 0]}, data_residency="local")
     async with serve_app(create_app(settings), settings):
-        reply = await request(
-            nc, subjects.LLM_COMPLETE, complete_request(), CompleteReply, timeout=10
-        )
+        reply = await ask(nc, subjects.LLM_COMPLETE, complete_request(), CompleteReply)
     assert reply.usage.cost_usd == 0 and reply.usage.input_tokens > 0
 
 
@@ -265,8 +269,6 @@ async def test_the_json_schema_mode_reads_response_format_replies(
     settings = make_settings(openai_compat_structured="json_schema", data_residency="local")
     async with serve_app(create_app(settings), settings):
         local.script(ChatReply.call({"choices": ["4", "5"]}))
-        reply = await request(
-            nc, subjects.LLM_COMPLETE, complete_request(), CompleteReply, timeout=10
-        )
+        reply = await ask(nc, subjects.LLM_COMPLETE, complete_request(), CompleteReply)
     assert reply.output == {"choices": ["4", "5"]}
     assert local.requests[0].body["response_format"]["type"] == "json_schema"
