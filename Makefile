@@ -48,9 +48,12 @@ test: env lint typecheck
 	@$(UV) run --no-sync pytest; rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "pytest collected no test: failing on purpose"; exit 1; fi; exit $$rc
 
+# The layering too (import-linter, its contracts in pyproject.toml's [tool.importlinter]): a
+# service importing another, a domain module importing I/O, a lib importing the test kit fail.
 lint: env
 	$(UV) run --no-sync ruff check .
 	$(UV) run --no-sync ruff format --check .
+	$(UV) run --no-sync lint-imports
 
 typecheck: env
 	$(UV) run --no-sync mypy libs/contracts/src libs/servicekit/src libs/testkit/src services/*/src
@@ -77,7 +80,7 @@ url:
 # compose-env` copies for the dev overlay and Python's bytecode caches.
 clean:
 	-@awk '$$2 ~ "^$(CURDIR)/.data/" {print $$2}' /proc/self/mounts | xargs -r umount -l 2>/dev/null
-	rm -rf .data .venv deploy/k8s/overlays/dev/jwks.json
+	rm -rf .data .venv .import_linter_cache deploy/k8s/overlays/dev/jwks.json
 	find . -name node_modules -prune -o -name __pycache__ -type d -prune -exec rm -rf {} +
 
 docs: env

@@ -99,6 +99,7 @@ def test_make_clean_removes_what_the_readme_says(tmp_path: Path) -> None:
     shutil.copy2(ROOT / "Makefile", clone / "Makefile")  # the tree under test's
     (clone / ".data" / "dev-keys").mkdir(parents=True)
     (clone / ".venv").mkdir()
+    (clone / ".import_linter_cache").mkdir()
     jwks = clone / "deploy" / "k8s" / "overlays" / "dev" / "jwks.json"
     jwks.write_text("{}")
     caches = [
@@ -110,7 +111,7 @@ def test_make_clean_removes_what_the_readme_says(tmp_path: Path) -> None:
         (cache / "x.cpython-311.pyc").write_bytes(b"")
     out = make("clean", cwd=clone)
     assert out.returncode == 0, out.stderr
-    for gone in [clone / ".data", clone / ".venv", jwks, *caches]:
+    for gone in [clone / ".data", clone / ".venv", clone / ".import_linter_cache", jwks, *caches]:
         assert not gone.exists(), gone
     # Only those: the checkout itself is untouched.
     status = subprocess.run(

@@ -12,7 +12,8 @@ import pytest
 from nats.aio.client import Client as NATS
 from nats.js.errors import NotFoundError
 
-from quiz_servicekit.jetstream import ConsumerSpec, JetStreamKit, StreamSpec
+from quiz_contracts.topology import StreamDecl
+from quiz_servicekit.jetstream import ConsumerSpec, JetStreamKit
 from quiz_servicekit.metrics import ServiceMetrics
 from quiz_testkit.nats_server import nats_connect
 
@@ -57,11 +58,11 @@ def start_kit(nc: NATS, names: Names) -> Iterator[KitFactory]:
 
     @asynccontextmanager
     async def start(
-        *specs: ConsumerSpec[Any], stream: StreamSpec | None = None, service: str | None = None
+        *specs: ConsumerSpec[Any], stream: StreamDecl | None = None, service: str | None = None
     ) -> AsyncIterator[tuple[JetStreamKit, ServiceMetrics]]:
         metrics = ServiceMetrics(service or names.service)
         kit = JetStreamKit(service or names.service, metrics)
-        kit.add_stream(stream or StreamSpec(names.stream, (names.subject,)))
+        kit.add_stream(stream or StreamDecl(names.stream, (names.subject,)))
         for spec in specs:
             kit.add_consumer(spec)
         await kit.start(nc)

@@ -23,13 +23,13 @@ from nats.js import JetStreamContext
 
 from quiz_contracts.base import WireModel
 from quiz_contracts.errors import ContractError
+from quiz_contracts.topology import StreamDecl
 from quiz_servicekit.app import ServiceRuntime, create_service_app
 from quiz_servicekit.dead_letters import ADVISORY_STREAM, DEAD_LETTER_STREAM
 from quiz_servicekit.jetstream import (
     ConsumerSpec,
     Delivery,
     JetStreamConfigError,
-    StreamSpec,
     ensure_stream,
     publish,
 )
@@ -101,7 +101,7 @@ async def running_runtime(
     """`running_service`, with its runtime."""
     settings = ServiceSettings(nats_url=cluster.url, nats_stream_replicas=replicas)
     runtime = ServiceRuntime(name=name, version="0.1.0", description="kit", settings=settings)
-    runtime.add_stream(StreamSpec(stream, (subject,)))
+    runtime.add_stream(StreamDecl(stream, (subject,)))
 
     async def handle(job: Job, delivery: Delivery) -> None:
         seen.add(job.job_id)
@@ -307,7 +307,7 @@ async def test_more_replicas_than_a_single_server_has_stops_the_start_naming_the
     # deployment mistake the start-up names instead of running unreplicated.
     t = tag()
     with pytest.raises(JetStreamConfigError, match="NATS_STREAM_REPLICAS"):
-        await ensure_stream(nc.jetstream(), StreamSpec(f"U{t}", (f"u{t}.jobs",)), replicas=3)
+        await ensure_stream(nc.jetstream(), StreamDecl(f"U{t}", (f"u{t}.jobs",)), replicas=3)
 
 
 def gauge(runtime: ServiceRuntime, name: str, stream: str) -> float | None:
@@ -324,7 +324,7 @@ async def test_a_stream_below_its_replica_count_shows_in_its_gauges(
     async with running_runtime(
         cluster, f"kit-{t}", f"G{t}", f"g{t}.jobs", replicas=3, seen=seen
     ) as (runtime, _):
-        kit = runtime.background.jetstream
+        kit = runtime.jetstream
         streams = (f"G{t}", DEAD_LETTER_STREAM, ADVISORY_STREAM, f"KV_kit-{t}-leases")
 
         async def current() -> bool:
@@ -337,7 +337,7 @@ async def test_a_stream_below_its_replica_count_shows_in_its_gauges(
         for stream in streams:
             assert gauge(runtime, "stream_replicas_configured", stream) == 3, stream
         # The periodic task that keeps them current is declared with the consumers.
-        assert "stream_replicas" in {p.name for p in runtime.background.periodic}
+        assert "stream_replicas" in {p.name for p in runtime.periodic}
 
         leader = cluster.stream_leader(f"G{t}")
         follower = next(i for i in cluster.running() if i != leader)

@@ -17,8 +17,10 @@ from opentelemetry import trace
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind
 
+from quiz_contracts import topology
 from quiz_contracts.base import WireModel
 from quiz_contracts.errors import ContractError, ErrorCode
+from quiz_contracts.topology import StreamDecl
 from quiz_servicekit.app import ServiceRuntime, create_service_app
 from quiz_servicekit.dead_letters import (
     DeadLetter,
@@ -30,7 +32,7 @@ from quiz_servicekit.jetstream import (
     Delivery,
     JetStreamConfigError,
     PermanentError,
-    StreamSpec,
+    consumer_config,
     ensure_consumer,
     ensure_stream,
     publish,
@@ -86,26 +88,26 @@ async def test_declaration_is_idempotent_and_refuses_immutable_changes(
     nc: NATS, names: Any
 ) -> None:
     js = nc.jetstream()
-    declared = StreamSpec(names.stream, (names.subject,), max_age_s=3600)
+    declared = StreamDecl(names.stream, (names.subject,), max_age_s=3600)
     await ensure_stream(js, declared)
     await ensure_stream(js, declared)
-    grown = StreamSpec(names.stream, (names.subject,), max_age_s=7200)
+    grown = StreamDecl(names.stream, (names.subject,), max_age_s=7200)
     assert (await ensure_stream(js, grown)).config.max_age == pytest.approx(7200)
     with pytest.raises(JetStreamConfigError, match=r"retention.*workqueue.*limits"):
         await ensure_stream(
-            js, StreamSpec(names.stream, (names.subject,), retention="limits", max_age_s=7200)
+            js, StreamDecl(names.stream, (names.subject,), retention="limits", max_age_s=7200)
         )
 
     async def ignore(job: Job, delivery: Delivery) -> None:
         return None
 
     consumer = spec(names, ignore, ack_wait_s=5)
-    await ensure_consumer(js, names.stream, consumer.to_config())
-    await ensure_consumer(js, names.stream, consumer.to_config())
+    await ensure_consumer(js, names.stream, consumer_config(consumer))
+    await ensure_consumer(js, names.stream, consumer_config(consumer))
     longer = spec(names, ignore, ack_wait_s=9, max_deliver=7)
-    info = await ensure_consumer(js, names.stream, longer.to_config())
+    info = await ensure_consumer(js, names.stream, consumer_config(longer))
     assert (info.config.ack_wait, info.config.max_deliver) == (9, 7)
-    changed = longer.to_config()
+    changed = consumer_config(longer)
     changed.deliver_policy = api.DeliverPolicy.NEW
     with pytest.raises(JetStreamConfigError, match=r"deliver_policy"):
         await ensure_consumer(js, names.stream, changed)
@@ -424,7 +426,7 @@ async def test_service_lifespan_runs_consumers_with_a_readiness_check(
     runtime = ServiceRuntime(
         name=names.service, version="0.1.0", description="kit", settings=settings
     )
-    runtime.add_stream(StreamSpec(names.stream, (names.subject,)))
+    runtime.add_stream(StreamDecl(names.stream, (names.subject,)))
     runtime.add_consumer(spec(names, handle))
     js = nc.jetstream()
     async with serve_app(create_service_app(runtime), settings) as url, httpx.AsyncClient() as http:
@@ -443,7 +445,7 @@ async def test_service_lifespan_runs_consumers_with_a_readiness_check(
             f'{prefix}_consumer_messages_total{{consumer="{names.consumer}",outcome="ok"}} 2.0'
             in text
         )
-    assert runtime.background.jetstream.workers == []  # stopped with the app
+    assert runtime.jetstream.workers == []  # stopped with the app
 
 
 @pytest.mark.parametrize("kill_point", ["pause-before-commit", "pause-after-commit"])
@@ -484,12 +486,12 @@ async def test_killed_consumer_process_work_is_redelivered_and_done_once(
 async def test_service_does_not_start_when_a_stream_cannot_take_its_declared_config(
     nc: NATS, names: Any, nats_url: str
 ) -> None:
-    await ensure_stream(nc.jetstream(), StreamSpec(names.stream, (names.subject,)))
+    await ensure_stream(nc.jetstream(), StreamDecl(names.stream, (names.subject,)))
     settings = ServiceSettings(nats_url=nats_url)
     runtime = ServiceRuntime(
         name=names.service, version="0.1.0", description="kit", settings=settings
     )
-    runtime.add_stream(StreamSpec(names.stream, (names.subject,), storage="memory"))
+    runtime.add_stream(StreamDecl(names.stream, (names.subject,), storage="memory"))
 
     async def handle(job: Job, delivery: Delivery) -> None:
         return None
@@ -503,5 +505,30 @@ async def test_service_does_not_start_when_a_stream_cannot_take_its_declared_con
     message = str(failed.value)
     assert f"stream {names.stream} exists with a config the server cannot change" in message
     assert "storage: 'file' → 'memory'" in message
-    assert runtime.background.jetstream.workers == []
+    assert runtime.jetstream.workers == []
     await runtime.nc.close()
+
+
+def test_provisioning_and_a_service_build_one_consumer_config() -> None:
+    """One builder for the durable pull consumer: what provisioning creates from the topology
+    (`ConsumerDecl`) is what the service's spec of the same fields updates it to; the spec's
+    `max_ack_pending` is the one field provisioning leaves to the server (None)."""
+
+    async def nothing(_: Any, __: Delivery) -> None:
+        return None
+
+    for decl in topology.CONSUMERS:
+        spec: ConsumerSpec[Any] = ConsumerSpec(
+            decl.name,
+            decl.stream,
+            Job,
+            nothing,
+            filter_subjects=decl.filter_subjects,
+            ack_wait_s=decl.ack_wait_s,
+            max_deliver=decl.max_deliver,
+            description=decl.description,
+        )
+        assert consumer_config(decl) == consumer_config(spec)
+        assert consumer_config(decl).max_ack_pending is None
+    bounded: ConsumerSpec[Any] = ConsumerSpec("c", "S", Job, nothing, max_ack_pending=16)
+    assert consumer_config(bounded).max_ack_pending == 16

@@ -14,8 +14,9 @@ from fastapi import APIRouter
 from prometheus_client.parser import text_string_to_metric_families
 
 from quiz_contracts.base import WireModel
+from quiz_contracts.topology import StreamDecl
 from quiz_servicekit.app import ServiceRuntime, create_service_app
-from quiz_servicekit.jetstream import ConsumerSpec, Delivery, StreamSpec, publish
+from quiz_servicekit.jetstream import ConsumerSpec, Delivery, publish
 from quiz_servicekit.micro import EndpointSpec, MsgContext
 from quiz_servicekit.settings import ServiceSettings
 from quiz_testkit.nats_server import NatsServer, nats_connect
@@ -98,7 +99,7 @@ async def test_consumer_counters_at_zero_and_pending_as_the_server_counts(
     runtime = ServiceRuntime(
         name=names.service, version="0.1.0", description="kit", settings=settings
     )
-    runtime.add_stream(StreamSpec(names.stream, (names.subject,)))
+    runtime.add_stream(StreamDecl(names.stream, (names.subject,)))
     runtime.add_consumer(
         ConsumerSpec(names.consumer, names.stream, Job, handle, max_in_flight=1, fetch_timeout_s=1)
     )
@@ -124,7 +125,7 @@ async def test_consumer_counters_at_zero_and_pending_as_the_server_counts(
 
             async def one_held_two_waiting() -> bool:
                 # The periodic task reads consumer info every 15 s; run it now.
-                await runtime.background.jetstream.refresh_consumers()
+                await runtime.jetstream.refresh_consumers()
                 now = await samples(http, url)
                 return (
                     now[key(f"{p}_consumer_ack_pending", consumer=c)] == 1
@@ -136,7 +137,7 @@ async def test_consumer_counters_at_zero_and_pending_as_the_server_counts(
             release.set()
 
             async def drained() -> bool:
-                await runtime.background.jetstream.refresh_consumers()
+                await runtime.jetstream.refresh_consumers()
                 now = await samples(http, url)
                 return (
                     now[key(f"{p}_consumer_pending", consumer=c)] == 0

@@ -128,7 +128,7 @@ def jetstream_rights(name: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
         publish += [*stream_read_api(b.stream), f"$KV.{b.name}.>"]
         subscribe.append(f"$KV.{b.name}.>")
     if name == "llm-gateway":
-        # A replayed journal entry leaves its stream (quiz_llm_gateway.stream_journal).
+        # A replayed journal entry leaves its stream (quiz_llm_gateway.settlement.stream_journal).
         publish.append(f"$JS.API.STREAM.MSG.DELETE.{s.LLM_JOURNAL_STREAM}")
     if publish:
         publish[:0] = JS_ACCOUNT_READ

@@ -44,7 +44,9 @@ GENERATE_SETTLED_TTL_S = 600.0
 
 @dataclass(frozen=True)
 class StreamDecl:
-    """One stream: the server's config fields we set, and who uses it.
+    """One stream: the server's config fields we set, and who uses it; the one statement of a
+    stream's fields (`quiz_servicekit.jetstream.stream_config` makes the server's config of it,
+    with the replicas of the bus it is provisioned on).
 
     `external`: owned by another system (the platform's question store): created when missing
     (development), never updated. `readers`: the users that read it (stream info, message get)
@@ -79,6 +81,9 @@ class ConsumerDecl:
     ack_wait_s: float = 30.0
     max_deliver: int = 5
     description: str = ""
+    # Unacked messages across all replicas; None: the server's default (none sets it at
+    # provisioning; a service's ConsumerSpec may, when it updates its consumer).
+    max_ack_pending: int | None = None
 
 
 @dataclass(frozen=True)

@@ -28,19 +28,24 @@ from nats.js import JetStreamContext
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from quiz_contracts.errors import ContractError, ErrorCode
+from quiz_contracts.topology import StreamDecl
 from quiz_servicekit.auth import JwtVerifier
-from quiz_servicekit.background import BackgroundWork
 from quiz_servicekit.db import Database, default_sqlite_url
 from quiz_servicekit.docs import serve_docs
 from quiz_servicekit.http import EdgeApp, EdgeMiddleware, ReadyCheck, install_error_handlers
 from quiz_servicekit.http_protocol import EdgeConfig, EdgeHttpToolsProtocol
-from quiz_servicekit.jetstream import ConsumerSpec, StreamSpec
+from quiz_servicekit.jetstream import (
+    CONSUMER_CHECK_INTERVAL_S,
+    REPLICA_CHECK_INTERVAL_S,
+    ConsumerSpec,
+    JetStreamKit,
+)
 from quiz_servicekit.jwks import JwksKeys
 from quiz_servicekit.metrics import ServiceMetrics
 from quiz_servicekit.micro import EndpointSpec, MicroService, start_micro_service
 from quiz_servicekit.migrate import upgrade
 from quiz_servicekit.natsio import connect_nats, nats_auth
-from quiz_servicekit.periodic import PeriodicTask
+from quiz_servicekit.periodic import PeriodicTask, PeriodicTasks
 from quiz_servicekit.settings import ServiceSettings
 from quiz_servicekit.telemetry import setup_tracing
 
@@ -115,7 +120,10 @@ class ServiceRuntime:
         self._nc: NATS | None = None
         self._db: Database | None = None
         self.micro: MicroService | None = None
-        self.background = BackgroundWork(name, self.metrics)
+        # What the service runs besides its endpoints, declared next to them and started by
+        # the lifespan after the service's own start-up hook.
+        self.jetstream = JetStreamKit(name, self.metrics)
+        self.periodic = PeriodicTasks(self.metrics)
 
     @property
     def nc(self) -> NATS:
@@ -165,22 +173,22 @@ class ServiceRuntime:
     def watch_stream(self, stream: str, replicas: int | None = None) -> None:
         """Export the replica gauges of a stream declared outside `add_stream` (a KV bucket's
         `KV_<bucket>` from a start-up hook), declared with `replicas` (NATS_STREAM_REPLICAS)."""
-        self.background.jetstream.watch(stream, replicas or self.stream_replicas)
+        self.jetstream.watch(stream, replicas or self.stream_replicas)
 
-    def add_stream(self, spec: StreamSpec) -> None:
-        """A stream created or updated to `spec` at start-up (NATS_STREAM_REPLICAS replicas
-        unless the spec names its own): the operators' role — no service user may (issue 29:
-        services `use_stream` what provisioning made)."""
-        self.background.add_stream(spec)
+    def add_stream(self, spec: StreamDecl) -> None:
+        """A stream created or updated to `spec` at start-up (NATS_STREAM_REPLICAS replicas):
+        the operators' role — no service user may (issue 29: services `use_stream` what
+        provisioning made); tests that play the operator."""
+        self.jetstream.add_stream(spec)
 
     def use_stream(self, name: str) -> None:
         """A stream the service publishes to or reads without a consumer: checked at start-up
         (BusNotProvisioned naming it when provisioning has not run), never created."""
-        self.background.jetstream.use_stream(name)
+        self.jetstream.use_stream(name)
 
     def add_consumer(self, spec: ConsumerSpec[Any]) -> None:
         """A durable pull consumer run from start-up to shutdown (`quiz_servicekit.jetstream`)."""
-        self.background.add_consumer(spec)
+        self.jetstream.add_consumer(spec)
 
     def add_periodic(
         self,
@@ -192,15 +200,31 @@ class ServiceRuntime:
         run_at_start: bool = False,
     ) -> PeriodicTask:
         """`fn` every `interval_s` s (± jitter × interval) while the service runs."""
-        return self.background.add_periodic(
-            name, interval_s, fn, jitter=jitter, run_at_start=run_at_start
-        )
+        return self.periodic.add(name, interval_s, fn, jitter=jitter, run_at_start=run_at_start)
 
     async def _start_background(self) -> None:
-        """Consumers and periodic tasks, once NATS is connected and the service is built."""
-        await self.background.start(self.nc, replicas=self.stream_replicas)
-        if self.background.has_consumers:
-            self.add_ready_check("consumers", self.background.ready)
+        """Streams, consumers and periodic tasks, once NATS is connected and the service is
+        built. With streams to watch, a periodic task `stream_replicas` keeps their replica
+        gauges current; with consumers, `consumer_info` their pending and redelivered gauges."""
+        kit = self.jetstream
+        await kit.start(self.nc, replicas=self.stream_replicas)
+        if kit.watched and "stream_replicas" not in self.periodic:
+            self.add_periodic(
+                "stream_replicas", REPLICA_CHECK_INTERVAL_S, kit.refresh_replicas, run_at_start=True
+            )
+        if kit.workers and "consumer_info" not in self.periodic:
+            self.add_periodic(
+                "consumer_info", CONSUMER_CHECK_INTERVAL_S, kit.refresh_consumers, run_at_start=True
+            )
+        self.periodic.start()
+        if kit.consumers:
+            self.add_ready_check("consumers", kit.ready)
+
+    async def _stop_background(self, grace_s: float = 10.0) -> None:
+        """Periodic tasks first, then the consumers (stop fetching, finish or nak in-flight
+        work within `grace_s`), before the micro service and NATS go."""
+        await self.periodic.stop(grace_s)
+        await self.jetstream.stop(grace_s)
 
     async def _nats_ready(self) -> bool:
         return self._nc is not None and self._nc.is_connected
@@ -228,45 +252,19 @@ def create_service_app(
     on_startup: Hook | None = None,
     on_shutdown: Hook | None = None,
 ) -> FastAPI:
-    """A FastAPI app whose lifespan connects NATS and the DB and registers the micro service."""
+    """A FastAPI app whose lifespan connects NATS and the DB and registers the micro service.
+
+    Start-up, in order (`_start`): logging and tracing, the database (migrated unless
+    MIGRATE_ON_STARTUP=false), the JWKS URL's first fetch, NATS, `on_startup` (the service
+    builds its object), consumers and periodic tasks, the micro registration. Shutdown
+    (`_stop`) undoes it in reverse, `on_shutdown` once nothing calls the service any more.
+    """
     settings = runtime.settings
+    jwt_keys = _remote_keys(settings)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        setup_logging(settings.log_level)
-        setup_tracing(runtime.name)
-        port = getattr(app.state, "bound_port", None) or settings.http_port
-        runtime.http_url = settings.public_url or f"http://{settings.http_host}:{port}"
-        if runtime.needs_db:
-            url = runtime.database_url = runtime.resolve_database_url()
-            if settings.migrate_on_startup:
-                # Alembic is synchronous; keep the event loop free while it runs.
-                await asyncio.to_thread(runtime.migrate)
-            runtime._db = Database(url, threads=settings.db_threads, name=runtime.name)
-            runtime.add_ready_check("database", runtime._db_ready)
-        if jwt_keys is not None:
-            jwt_keys.start()  # the first key set, fetched while NATS connects
-        runtime._nc = await connect_nats(
-            settings.nats_url, runtime.name, **nats_auth(settings, runtime.name)
-        )
-        nc = runtime._nc
-        runtime.metrics.watch_connection(lambda: nc.is_connected)
-        runtime.add_ready_check("nats", runtime._nats_ready)
-        if on_startup is not None:
-            await on_startup(runtime)
-        await runtime._start_background()
-        runtime.metrics.known_endpoints(spec.name for spec in runtime.endpoints)
-        runtime.micro = await start_micro_service(
-            runtime.nc,
-            name=runtime.name,
-            version=runtime.version,
-            description=runtime.description,
-            metadata={"http_url": runtime.http_url},
-            endpoints=runtime.endpoints,
-            metrics=runtime.metrics,
-            default_concurrency=settings.nats_max_concurrency,
-        )
-        log.info("%s %s listening on %s", runtime.name, runtime.version, runtime.http_url)
+        await _start(runtime, getattr(app.state, "bound_port", None), jwt_keys, on_startup)
         # What start-up built (modules, pydantic schemas, routes, clients) lives as long
         # as the process: collected once, then frozen out of the cyclic collector's reach, so a
         # full collection scans only what requests create. In poll that was ~0.1 ms of CPU per
@@ -279,20 +277,7 @@ def create_service_app(
             # Collectable again: an app started and stopped in a longer-lived process (tests)
             # leaves nothing behind for good.
             gc.unfreeze()
-            await runtime.background.stop()
-            await runtime.micro.stop()
-            if on_shutdown is not None:
-                await on_shutdown(runtime)
-            if runtime._nc is not None and not runtime._nc.is_closed:
-                try:
-                    await runtime._nc.drain()
-                except (nats_errors.ConnectionReconnectingError, nats_errors.ConnectionClosedError):
-                    # The broker went first: nothing left to drain, close what remains.
-                    await runtime._nc.close()
-            if runtime._db is not None:
-                await asyncio.to_thread(runtime._db.close)
-            if jwt_keys is not None:
-                await jwt_keys.stop()
+            await _stop(runtime, jwt_keys, on_shutdown)
 
     # FastAPI's own telemetry is off: EdgeMiddleware makes the one SERVER span per request
     # and the Prometheus RED metrics, the same way for every service.
@@ -307,29 +292,9 @@ def create_service_app(
     )
     serve_docs(app)
     app.state.runtime = runtime
-    jwt_keys = (
-        JwksKeys(
-            settings.jwks_url,
-            wait_s=settings.jwks_wait_s,
-            fetch_timeout_s=settings.jwks_fetch_timeout_s,
-            min_refresh_s=settings.jwks_min_refresh_s,
-            cache_s=settings.jwks_cache_s,
-        )
-        if settings.jwks_url
-        else None
-    )
     # Fetched off the event loop, awaited by quiz_servicekit.auth.current_identity (item 4).
     app.state.jwt_keys = jwt_keys
-    app.state.jwt_verifier = (
-        JwtVerifier(
-            jwks_file=settings.jwks_file,
-            issuer=settings.jwt_issuer,
-            audience=settings.jwt_audience,
-            remote_keys=jwt_keys,
-        )
-        if settings.jwks_file or jwt_keys
-        else _Unconfigured()
-    )
+    app.state.jwt_verifier = _verifier(settings, jwt_keys)
     install_error_handlers(app)
     # The whole edge in one middleware (quiz_servicekit.http): request id and catch-all, span
     # and RED metrics, body limit, JSON guard.
@@ -346,6 +311,101 @@ def create_service_app(
     for router in routers:
         app.include_router(router)
     return app
+
+
+async def _start(
+    runtime: ServiceRuntime,
+    bound_port: int | None,
+    jwt_keys: JwksKeys | None,
+    on_startup: Hook | None,
+) -> None:
+    """The lifespan's start-up (see `create_service_app`); `bound_port`: the socket `serve`
+    bound (HTTP_PORT=0 made known), else HTTP_PORT."""
+    settings = runtime.settings
+    setup_logging(settings.log_level)
+    setup_tracing(runtime.name)
+    runtime.http_url = (
+        settings.public_url or f"http://{settings.http_host}:{bound_port or settings.http_port}"
+    )
+    if runtime.needs_db:
+        url = runtime.database_url = runtime.resolve_database_url()
+        if settings.migrate_on_startup:
+            # Alembic is synchronous; keep the event loop free while it runs.
+            await asyncio.to_thread(runtime.migrate)
+        runtime._db = Database(url, threads=settings.db_threads, name=runtime.name)
+        runtime.add_ready_check("database", runtime._db_ready)
+    if jwt_keys is not None:
+        jwt_keys.start()  # the first key set, fetched while NATS connects
+    nc = runtime._nc = await connect_nats(
+        settings.nats_url, runtime.name, **nats_auth(settings, runtime.name)
+    )
+    runtime.metrics.watch_connection(lambda: nc.is_connected)
+    runtime.add_ready_check("nats", runtime._nats_ready)
+    if on_startup is not None:
+        await on_startup(runtime)
+    await runtime._start_background()
+    runtime.metrics.known_endpoints(spec.name for spec in runtime.endpoints)
+    runtime.micro = await start_micro_service(
+        nc,
+        name=runtime.name,
+        version=runtime.version,
+        description=runtime.description,
+        metadata={"http_url": runtime.http_url},
+        endpoints=runtime.endpoints,
+        metrics=runtime.metrics,
+        default_concurrency=settings.nats_max_concurrency,
+    )
+    log.info("%s %s listening on %s", runtime.name, runtime.version, runtime.http_url)
+
+
+async def _stop(
+    runtime: ServiceRuntime, jwt_keys: JwksKeys | None, on_shutdown: Hook | None
+) -> None:
+    """The lifespan's shutdown: background work, the micro service, `on_shutdown`, NATS
+    drained, the database, the JWKS fetcher."""
+    await runtime._stop_background()
+    if runtime.micro is not None:
+        await runtime.micro.stop()
+    if on_shutdown is not None:
+        await on_shutdown(runtime)
+    nc = runtime._nc
+    if nc is not None and not nc.is_closed:
+        try:
+            await nc.drain()
+        except (nats_errors.ConnectionReconnectingError, nats_errors.ConnectionClosedError):
+            # The broker went first: nothing left to drain, close what remains.
+            await nc.close()
+    if runtime._db is not None:
+        await asyncio.to_thread(runtime._db.close)
+    if jwt_keys is not None:
+        await jwt_keys.stop()
+
+
+def _remote_keys(settings: ServiceSettings) -> JwksKeys | None:
+    """The JWKS URL's keys (JWKS_URL), or None when tokens are checked against a file alone."""
+    if not settings.jwks_url:
+        return None
+    return JwksKeys(
+        settings.jwks_url,
+        wait_s=settings.jwks_wait_s,
+        fetch_timeout_s=settings.jwks_fetch_timeout_s,
+        min_refresh_s=settings.jwks_min_refresh_s,
+        cache_s=settings.jwks_cache_s,
+    )
+
+
+def _verifier(
+    settings: ServiceSettings, remote_keys: JwksKeys | None
+) -> JwtVerifier | _Unconfigured:
+    """The token check: keys from JWKS_FILE and/or the URL; without either, every token fails."""
+    if not (settings.jwks_file or remote_keys):
+        return _Unconfigured()
+    return JwtVerifier(
+        jwks_file=settings.jwks_file,
+        issuer=settings.jwt_issuer,
+        audience=settings.jwt_audience,
+        remote_keys=remote_keys,
+    )
 
 
 class _Unconfigured:

@@ -48,6 +48,8 @@ DEAD_LETTER_PREFIX = topology.DEAD_LETTER_PREFIX
 ADVISORY_STREAM = topology.ADVISORY_STREAM
 MAX_DELIVERIES_ADVISORY = topology.MAX_DELIVERIES_ADVISORY
 TERMINATED_ADVISORY = topology.TERMINATED_ADVISORY
+# The subjects a consumer's dead-letter forwarder listens to (declared with the topology).
+advisory_subjects = topology.advisory_subjects
 
 # Headers a dead letter carries besides the original ones.
 HDR_STREAM = "Dlq-Stream"
@@ -62,7 +64,6 @@ HDR_ORIGINAL_MSG_ID = "Dlq-Original-Msg-Id"
 _MAX_DETAIL = 500
 # JetStream's "wrong last sequence" errors: the subject already holds a dead letter.
 _WRONG_LAST_SEQUENCE = (10071, 10164)
-DAY_S = 86_400.0
 
 
 class DeadLetterReason(StrEnum):
@@ -73,43 +74,6 @@ class DeadLetterReason(StrEnum):
     exhausted = "exhausted"  # the handler failed on the last delivery max_deliver allows
     max_deliveries = "max_deliveries"  # the server's advisory: deliveries ran out unanswered
     terminated = "terminated"  # the server's advisory: terminated outside the kit
-
-
-def dead_letter_stream_config(replicas: int = 1) -> api.StreamConfig:
-    """`DLQ`: dead letters kept 30 days, one subject per dead message, on `replicas` nodes."""
-    return api.StreamConfig(
-        name=DEAD_LETTER_STREAM,
-        description="Dead letters of every JetStream consumer (quiz_servicekit.dead_letters)",
-        subjects=[f"{DEAD_LETTER_PREFIX}.>"],
-        retention=api.RetentionPolicy.LIMITS,
-        storage=api.StorageType.FILE,
-        max_age=30 * DAY_S,
-        duplicate_window=600,
-        num_replicas=replicas,
-    )
-
-
-def advisory_stream_config(replicas: int = 1) -> api.StreamConfig:
-    """`DLQ_ADVISORIES`: the two advisories, kept until the forwarder of their consumer acks,
-    on `replicas` nodes."""
-    return api.StreamConfig(
-        name=ADVISORY_STREAM,
-        description="Consumer advisories awaiting their dead-letter forwarder",
-        subjects=[f"{MAX_DELIVERIES_ADVISORY}.>", f"{TERMINATED_ADVISORY}.>"],
-        # Interest: an advisory no forwarder filters for is dropped, the others wait for it.
-        retention=api.RetentionPolicy.INTEREST,
-        storage=api.StorageType.FILE,
-        max_age=7 * DAY_S,
-        num_replicas=replicas,
-    )
-
-
-def advisory_subjects(stream: str, consumer: str) -> list[str]:
-    """The advisory subjects the forwarder of `stream`/`consumer` listens to."""
-    return [
-        f"{MAX_DELIVERIES_ADVISORY}.{stream}.{consumer}",
-        f"{TERMINATED_ADVISORY}.{stream}.{consumer}",
-    ]
 
 
 class ConsumerAdvisory(BaseModel):

@@ -2,17 +2,22 @@
 
 Each service registers its harness in the `quiz_eval` entry-point group (`lesson-fix`,
 `review`, …) as a `main(argv) -> int`; this dispatcher finds it by name and passes the rest of
-the command line on. `quiz-eval` alone lists them.
+the command line on. `quiz-eval` alone lists them. What the harnesses share is here once: their
+options (`harness_parser`), their gateway client (`harness_gateway`) and the flow of their
+`main` (`run_harness`: choose the cases, evaluate, print, exit status).
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
+import json
 import os
 import sys
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Coroutine, Sequence
 from contextlib import asynccontextmanager
 from importlib.metadata import entry_points
+from typing import Any, TypeVar
 
 import nats
 
@@ -45,6 +50,51 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 # What a harness reports as "could not run" (exit 2) rather than as a crash.
 HARNESS_ERRORS = (ContractError, OSError, nats.errors.Error)
+Case = TypeVar("Case")
+Result = TypeVar("Result")
+
+
+def run_harness(
+    prog: str,
+    cases: Sequence[Case],
+    *,
+    key: Callable[[Case], str],
+    noun: str,
+    only: Sequence[str] | None,
+    keep: Callable[[Case], bool] | None = None,
+    evaluate: Callable[[list[Case]], Coroutine[Any, Any, Result]],
+    as_json: Callable[[Result], object] | None,
+    report: Callable[[Result], str],
+    status: Callable[[Result], int],
+) -> int:
+    """A harness's `main` once its options are parsed: the flow every harness shares.
+
+    `cases` narrowed to the `key`s in `only` (the repeatable `--case`/`--question`; a key no
+    case has: exit 2, naming it as an unknown `noun`) and to those `keep` keeps
+    (`--language`); `evaluate` run on them (a HARNESS_ERRORS: exit 2, the reason on stderr
+    after `prog`); the result printed as JSON when `as_json` is given (`--json`), else as
+    `report`; then `status(result)`, the harness's exit status (0, 1 under its threshold, 2
+    when nothing could be measured).
+    """
+    chosen = list(cases)
+    if only:
+        unknown = set(only) - {key(c) for c in chosen}
+        if unknown:
+            print(f"unknown {noun}(s): {', '.join(sorted(unknown))}", file=sys.stderr)
+            return 2
+        chosen = [c for c in chosen if key(c) in only]
+    if keep is not None:
+        chosen = [c for c in chosen if keep(c)]
+    try:
+        result = asyncio.run(evaluate(chosen))
+    except HARNESS_ERRORS as e:
+        print(f"{prog}: {e}", file=sys.stderr)
+        return 2
+    if as_json is not None:
+        print(json.dumps(as_json(result), ensure_ascii=False, indent=1))
+    else:
+        print(report(result))
+    return status(result)
 
 
 def harness_parser(

@@ -12,7 +12,7 @@ with `BusNotProvisioned` naming what is missing and the command that provisions 
 consumer (named in the topology: the bus lets a service run those names only) is then updated
 to the service's config; a change the server cannot apply (deliver policy, push/pull…) stops
 the start with a `JetStreamConfigError` that names the fields. `add_stream` (create or update a
-stream to a StreamSpec, `ensure_stream`) is the operators' role: provisioning, and tests that
+stream to a StreamDecl, `ensure_stream`) is the operators' role: provisioning, and tests that
 play it. A stream ensured with fewer replicas than NATS_STREAM_REPLICAS is scaled up (logged),
 one with more keeps them (never scaled down). Each consumer is a durable pull consumer with
 explicit acks, `max_deliver` and `ack_wait`; a worker fetches while it has free slots
@@ -62,7 +62,7 @@ import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, Generic, Literal, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
@@ -75,6 +75,7 @@ from prometheus_client import Counter, Gauge, Histogram
 from pydantic import BaseModel, ValidationError
 
 from quiz_contracts.errors import ContractError, ErrorCode
+from quiz_contracts.topology import StreamDecl
 from quiz_servicekit.dead_letters import (
     ADVISORY_STREAM,
     DEAD_LETTER_STREAM,
@@ -90,7 +91,6 @@ from quiz_servicekit.telemetry import extract_context, inject_headers
 
 log = logging.getLogger(__name__)
 M = TypeVar("M", bound=BaseModel)
-DAY_S = 86_400.0
 # JetStream API error: "stream name already in use with a different configuration".
 _STREAM_EXISTS_OTHERWISE = 10058
 # Handler durations: consumers do slow work (model calls), so the buckets reach minutes.
@@ -159,37 +159,57 @@ async def require(
         raise BusNotProvisioned(message)
 
 
-@dataclass(frozen=True)
-class StreamSpec:
-    """A stream a service owns: name, subjects and limits, declared idempotently at start-up."""
+def stream_config(decl: StreamDecl, replicas: int = 1) -> api.StreamConfig:
+    """The server's config of a declared stream (`quiz_contracts.topology.StreamDecl`, the one
+    statement of a stream's fields: provisioning's streams and the ones tests declare), with
+    `replicas` replicas (NATS_STREAM_REPLICAS, or provisioning's `--replicas`)."""
+    return api.StreamConfig(
+        name=decl.name,
+        description=decl.description or None,
+        subjects=list(decl.subjects),
+        retention=api.RetentionPolicy(decl.retention),
+        storage=api.StorageType(decl.storage),
+        max_age=decl.max_age_s,
+        duplicate_window=decl.duplicate_window_s,
+        max_msg_size=decl.max_msg_size,
+        num_replicas=replicas,
+    )
 
-    name: str
-    subjects: tuple[str, ...]
-    # workqueue: each message goes to one consumer and leaves on ack (requests, jobs);
-    # interest: kept until every consumer acks (events several services read); limits: a log.
-    retention: Literal["workqueue", "interest", "limits"] = "workqueue"
-    max_age_s: float = 7 * DAY_S
-    # Publishes with the same Nats-Msg-Id inside this window are stored once.
-    duplicate_window_s: float = 120.0
-    max_msg_size: int = 1 << 20
-    storage: Literal["file", "memory"] = "file"
-    # None: the service's NATS_STREAM_REPLICAS (ServiceSettings.nats_stream_replicas).
-    replicas: int | None = None
-    description: str = ""
 
-    def to_config(self, replicas: int = 1) -> api.StreamConfig:
-        """The server's config; `replicas` when the spec names none."""
-        return api.StreamConfig(
-            name=self.name,
-            description=self.description or None,
-            subjects=list(self.subjects),
-            retention=api.RetentionPolicy(self.retention),
-            storage=api.StorageType(self.storage),
-            max_age=self.max_age_s,
-            duplicate_window=self.duplicate_window_s,
-            max_msg_size=self.max_msg_size,
-            num_replicas=self.replicas or replicas,
-        )
+class DurableFields(Protocol):
+    """What a durable pull consumer's config is made of: a topology `ConsumerDecl` (what
+    provisioning creates) and a service's `ConsumerSpec` (what it updates its consumer to)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def description(self) -> str: ...
+    @property
+    def ack_wait_s(self) -> float: ...
+    @property
+    def max_deliver(self) -> int: ...
+    @property
+    def filter_subjects(self) -> tuple[str, ...]: ...
+    @property
+    def max_ack_pending(self) -> int | None: ...
+
+
+def consumer_config(c: DurableFields) -> api.ConsumerConfig:
+    """The durable pull consumer `c`: explicit acks, from the stream's start, its filter (one
+    subject, several, or none: the whole stream); `max_ack_pending` None: the server's default."""
+    one = len(c.filter_subjects) == 1
+    return api.ConsumerConfig(
+        name=c.name,
+        durable_name=c.name,
+        description=c.description or None,
+        deliver_policy=api.DeliverPolicy.ALL,
+        ack_policy=api.AckPolicy.EXPLICIT,
+        ack_wait=c.ack_wait_s,
+        max_deliver=c.max_deliver,
+        max_ack_pending=c.max_ack_pending,
+        filter_subject=c.filter_subjects[0] if one else None,
+        filter_subjects=list(c.filter_subjects) if len(c.filter_subjects) > 1 else None,
+    )
 
 
 class PermanentError(ContractError):
@@ -260,21 +280,6 @@ class ConsumerSpec(Generic[M]):
                 "nak delay are required"
             )
 
-    def to_config(self) -> api.ConsumerConfig:
-        one = len(self.filter_subjects) == 1
-        return api.ConsumerConfig(
-            name=self.name,
-            durable_name=self.name,
-            description=self.description or None,
-            deliver_policy=api.DeliverPolicy.ALL,
-            ack_policy=api.AckPolicy.EXPLICIT,
-            ack_wait=self.ack_wait_s,
-            max_deliver=self.max_deliver,
-            max_ack_pending=self.max_ack_pending,
-            filter_subject=self.filter_subjects[0] if one else None,
-            filter_subjects=list(self.filter_subjects) if len(self.filter_subjects) > 1 else None,
-        )
-
     def nak_delay(self, num_delivered: int) -> float:
         return self.nak_delays_s[min(num_delivered, len(self.nak_delays_s)) - 1]
 
@@ -298,12 +303,12 @@ def _plain(value: object) -> str:
 
 
 async def ensure_stream(
-    js: JetStreamContext, spec: StreamSpec | api.StreamConfig, *, replicas: int | None = None
+    js: JetStreamContext, spec: StreamDecl | api.StreamConfig, *, replicas: int | None = None
 ) -> api.StreamInfo:
     """Create the stream or update it to the declared config; JetStreamConfigError if impossible.
 
-    `replicas` (the service's NATS_STREAM_REPLICAS) applies where the spec names none (a
-    StreamSpec's `replicas=None`) and overrides a StreamConfig's `num_replicas`. An existing
+    `replicas` (the service's NATS_STREAM_REPLICAS; 1 when None) is a StreamDecl's, and
+    overrides a StreamConfig's `num_replicas` when given. An existing
     stream with fewer replicas is scaled up to them (the server copies it to the new nodes in
     the background); one with more keeps its count. A single node refuses more than one
     replica: JetStreamConfigError naming the setting. A scale-up returns once the new
@@ -316,11 +321,11 @@ async def ensure_stream(
 
 
 async def _declare_stream(
-    js: JetStreamContext, spec: StreamSpec | api.StreamConfig, replicas: int | None
+    js: JetStreamContext, spec: StreamDecl | api.StreamConfig, replicas: int | None
 ) -> tuple[api.StreamInfo, bool]:
     """`ensure_stream` without the wait: the stream's info, and whether it was scaled up."""
-    if isinstance(spec, StreamSpec):
-        config = spec.to_config(replicas or 1)
+    if isinstance(spec, StreamDecl):
+        config = stream_config(spec, replicas or 1)
     else:
         config = spec if replicas is None else spec.evolve(num_replicas=replicas)
     name = config.name
@@ -581,7 +586,7 @@ class ConsumerWorker(Generic[M]):
 
     async def start(self) -> None:
         """Declare the consumer and start fetching."""
-        await ensure_consumer(self._js, self.spec.stream, self.spec.to_config())
+        await ensure_consumer(self._js, self.spec.stream, consumer_config(self.spec))
         self._metrics.max_in_flight.labels(self.spec.name).set(self.spec.max_in_flight)
         self._metrics.known(self.spec.name)
         self._sub = await self._js.pull_subscribe_bind(self.spec.name, stream=self.spec.stream)
@@ -656,7 +661,7 @@ class ConsumerWorker(Generic[M]):
     async def _redeclare(self) -> None:
         """The consumer may have been deleted by hand: declare it again."""
         try:
-            await ensure_consumer(self._js, self.spec.stream, self.spec.to_config())
+            await ensure_consumer(self._js, self.spec.stream, consumer_config(self.spec))
         except Exception as e:
             log.warning("consumer %s: could not declare it again: %s", self.spec.name, e)
 
@@ -844,7 +849,7 @@ class JetStreamKit:
     def __init__(self, service: str, metrics: ServiceMetrics) -> None:
         self.service = service
         # Streams this kit creates or updates (the operators' role: provisioning, tests).
-        self.streams: list[StreamSpec] = []
+        self.streams: list[StreamDecl] = []
         # Streams the service uses: checked at start, never created (issue 29 item 1).
         self.used: list[str] = []
         self.consumers: list[ConsumerSpec[Any]] = []
@@ -856,7 +861,7 @@ class JetStreamKit:
         # Stream name → replicas declared: what `refresh_replicas` reads.
         self.watched: dict[str, int] = {}
 
-    def add_stream(self, spec: StreamSpec) -> None:
+    def add_stream(self, spec: StreamDecl) -> None:
         """Create or update `spec` at start: the operators' role (no service user may)."""
         self.streams.append(spec)
 
@@ -915,7 +920,7 @@ class JetStreamKit:
         and the replica gauges' configured count.
         """
         js = self._js = nc.jetstream()
-        declared: list[StreamSpec | api.StreamConfig] = list(self.streams)
+        declared = list(self.streams)
         own = {spec.name for spec in self.streams}
         used = [*self.used, *(c.stream for c in self.consumers)]
         if self.consumers:
@@ -932,12 +937,7 @@ class JetStreamKit:
             if grew:
                 scaled.append(info)
             name = info.config.name or ""
-            self.watch(
-                name,
-                (stream.replicas or replicas)
-                if isinstance(stream, StreamSpec)
-                else (stream.num_replicas or 1),
-            )
+            self.watch(name, replicas)
         for name in used:
             if name not in self.watched:
                 self.watch(name, replicas)

@@ -19,7 +19,7 @@ import contextlib
 import logging
 import random
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 
 from prometheus_client import Counter, Histogram
 
@@ -152,6 +152,50 @@ class PeriodicTask:
             if self._stopping:
                 return
             await self._sleep(self.next_delay())
+
+
+class PeriodicTasks:
+    """A service's periodic tasks (`ServiceRuntime.add_periodic`): declared before start-up,
+    started together once the service is built, stopped together at shutdown."""
+
+    def __init__(self, metrics: ServiceMetrics) -> None:
+        self.tasks: list[PeriodicTask] = []
+        self._service_metrics = metrics
+        self._metrics: PeriodicMetrics | None = None
+
+    def __iter__(self) -> Iterator[PeriodicTask]:
+        return iter(self.tasks)
+
+    def __contains__(self, name: object) -> bool:
+        return any(task.name == name for task in self.tasks)
+
+    def add(
+        self,
+        name: str,
+        interval_s: float,
+        fn: Callable[[], Awaitable[object]],
+        *,
+        jitter: float = 0.1,
+        run_at_start: bool = False,
+    ) -> PeriodicTask:
+        """Declare `fn` to run every `interval_s` s (± jitter × interval); ValueError for a
+        name declared twice. Its metrics are created with the first task (none without)."""
+        if name in self:
+            raise ValueError(f"periodic task {name} is declared twice")
+        if self._metrics is None:
+            self._metrics = PeriodicMetrics(self._service_metrics)
+        task = PeriodicTask(
+            name, interval_s, fn, jitter=jitter, run_at_start=run_at_start, metrics=self._metrics
+        )
+        self.tasks.append(task)
+        return task
+
+    def start(self) -> None:
+        for task in self.tasks:
+            task.start()
+
+    async def stop(self, grace_s: float = 10.0) -> None:
+        await asyncio.gather(*(task.stop(grace_s) for task in self.tasks))
 
 
 def every(

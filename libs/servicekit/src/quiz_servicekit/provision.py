@@ -34,7 +34,7 @@ import sys
 from collections.abc import Iterable
 
 import nats
-from nats.js import JetStreamContext, api
+from nats.js import JetStreamContext
 from nats.js.errors import NotFoundError
 
 from quiz_contracts import topology
@@ -42,7 +42,7 @@ from quiz_contracts.topology import BucketDecl, ConsumerDecl, StreamDecl
 from quiz_servicekit.jetstream import (
     PROVISION_HINT,
     BusNotProvisioned,
-    StreamSpec,
+    consumer_config,
     ensure_stream,
     missing,
     require,
@@ -51,36 +51,6 @@ from quiz_servicekit.lease import lease_bucket
 from quiz_servicekit.natsio import inbox_prefix_for, nats_servers
 
 log = logging.getLogger(__name__)
-
-
-def stream_spec(decl: StreamDecl) -> StreamSpec:
-    """The kit's spec of a declared stream (its replicas: the provisioning's)."""
-    return StreamSpec(
-        decl.name,
-        decl.subjects,
-        retention=decl.retention,
-        max_age_s=decl.max_age_s,
-        duplicate_window_s=decl.duplicate_window_s,
-        max_msg_size=decl.max_msg_size,
-        storage=decl.storage,
-        description=decl.description,
-    )
-
-
-def consumer_config(decl: ConsumerDecl) -> api.ConsumerConfig:
-    """The durable pull consumer of a declaration: explicit acks, from the stream's start."""
-    one = len(decl.filter_subjects) == 1
-    return api.ConsumerConfig(
-        name=decl.name,
-        durable_name=decl.name,
-        description=decl.description or None,
-        deliver_policy=api.DeliverPolicy.ALL,
-        ack_policy=api.AckPolicy.EXPLICIT,
-        ack_wait=decl.ack_wait_s,
-        max_deliver=decl.max_deliver,
-        filter_subject=decl.filter_subjects[0] if one else None,
-        filter_subjects=list(decl.filter_subjects) if len(decl.filter_subjects) > 1 else None,
-    )
 
 
 async def provision(
@@ -104,7 +74,7 @@ async def provision(
                 continue
             except NotFoundError:
                 pass
-        info = await ensure_stream(js, stream_spec(decl), replicas=replicas)
+        info = await ensure_stream(js, decl, replicas=replicas)
         done.append(f"stream {decl.name}: {info.config.num_replicas or 1} replica(s)")
     for bucket in buckets:
         await lease_bucket(js, bucket.name, ttl_s=bucket.ttl_s, replicas=replicas)
@@ -192,7 +162,6 @@ __all__ = [
     "missing",
     "provision",
     "require",
-    "stream_spec",
 ]
 
 

@@ -18,7 +18,8 @@ import sqlite3
 import sys
 
 from quiz_contracts.base import WireModel
-from quiz_servicekit.jetstream import ConsumerSpec, Delivery, JetStreamKit, StreamSpec
+from quiz_contracts.topology import StreamDecl
+from quiz_servicekit.jetstream import ConsumerSpec, Delivery, JetStreamKit
 from quiz_servicekit.metrics import ServiceMetrics
 from quiz_testkit.nats_server import nats_connect
 
@@ -57,7 +58,7 @@ async def main() -> None:
 
     nc = await nats_connect(url)
     kit = JetStreamKit(f"proc-{consumer}", ServiceMetrics(f"proc-{consumer}"))
-    kit.add_stream(StreamSpec(stream, (subject,)))
+    kit.add_stream(StreamDecl(stream, (subject,)))
     kit.add_consumer(
         ConsumerSpec(
             consumer,

@@ -1,7 +1,7 @@
 """Published question versions for load: the platform's `question.version.published` payload.
 
 The chaos suite and the benches publish many versions that must each be a valid mcq of the
-platform's shape (heig-quiz `configVersion` 2, FACTS.md "Question types") and each differ a
+platform's shape (heig-quiz `packages/qt-mcq/src/schema.ts`, `configVersion` 2) and each differ a
 little, so that no two reviews are the same call. One builder, so a change of the contract
 changes them all.
 """

@@ -9,14 +9,14 @@ from fastapi import FastAPI
 
 from quiz_contracts import subjects
 from quiz_llm_gateway.api import admin_router
+from quiz_llm_gateway.call.anthropic import AnthropicProvider
 from quiz_llm_gateway.config import Settings
 from quiz_llm_gateway.handlers import endpoints
 from quiz_llm_gateway.metrics import GatewayMetrics
-from quiz_llm_gateway.models import MIGRATIONS
-from quiz_llm_gateway.provider import AnthropicProvider
-from quiz_llm_gateway.repository import Repository
+from quiz_llm_gateway.rows import Repository
+from quiz_llm_gateway.rows.tables import MIGRATIONS
 from quiz_llm_gateway.service import Gateway
-from quiz_llm_gateway.stream_journal import StreamJournal
+from quiz_llm_gateway.settlement.stream_journal import StreamJournal
 from quiz_servicekit.app import ServiceRef, ServiceRuntime, create_service_app, run_service
 
 NAME = "llm-gateway"

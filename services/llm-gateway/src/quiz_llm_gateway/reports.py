@@ -15,6 +15,7 @@ from quiz_contracts.llm import (
     SpendLine,
     UsageReply,
 )
+from quiz_llm_gateway.call.retries import CIRCUIT_GAUGE
 from quiz_llm_gateway.domain.circuit import CircuitBreaker, CircuitState
 from quiz_llm_gateway.domain.days import budget_day
 from quiz_llm_gateway.domain.pricing import (
@@ -24,8 +25,7 @@ from quiz_llm_gateway.domain.pricing import (
     worst_case_micros,
 )
 from quiz_llm_gateway.metrics import GatewayMetrics
-from quiz_llm_gateway.provider_calls import CIRCUIT_GAUGE
-from quiz_llm_gateway.repository import HeldRow, Repository, SpendRow
+from quiz_llm_gateway.rows import HeldRow, Repository, SpendRow
 
 
 class Reports:

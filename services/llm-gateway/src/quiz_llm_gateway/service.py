@@ -1,11 +1,13 @@
-"""The gateway: the flow of one call. Admit (rate, cap), call the provider, settle, reply.
+"""The gateway: the flow of one call, read top-down in `complete`. Authorise, claim the request
+id, call (admit, provider, settle), keep the reply.
 
-Its collaborators each do one job: `RequestIds` (one answer per request_id across replicas,
-on the kit's `SingleFlight`), `Attempts` (a call's attempts: hold, provider, settle, judge),
-`Admissions` (rate and cap, or the refusal), `CallRecord` (the call's totals and ledger rows),
-`ProviderCalls` (retries, backoff, circuit), `CapSlices` (this replica's slices of the cap),
-`Ledger` (settle with retries), `Reports` (availability, usage, gauges), `Repository` (every
-SQL).
+Its collaborators each do one job, by stage: `RequestIds` (settlement.requests: one answer
+per request_id across replicas, on the kit's `SingleFlight`; `claim` is an `async with`),
+`Attempts` (call.attempts: hold, provider, settle, judge), `ProviderCalls` (call.retries:
+retries, backoff, circuit), `CallRecord` (call.record: the call's totals and ledger rows),
+`Admissions` and `CapSlices` (admission: rate and cap, this replica's slices of the cap, or
+the refusal), `Ledger` (settlement.ledger: settle, else the journals), `Reports`
+(availability, usage, gauges), `Repository` (rows: every SQL, by table).
 """
 
 from __future__ import annotations
@@ -24,12 +26,15 @@ from quiz_contracts.llm import (
     Purpose,
     UsageReply,
 )
-from quiz_llm_gateway.admission import Admissions
-from quiz_llm_gateway.attempts import Attempts, attempt_worst_case, request_shape
-from quiz_llm_gateway.calls import CallRecord, new_id, time_left_s
+from quiz_llm_gateway.admission.admissions import Admissions
+from quiz_llm_gateway.call.attempts import Attempts, attempt_worst_case, request_shape
+from quiz_llm_gateway.call.provider import Provider
+from quiz_llm_gateway.call.record import CallRecord
+from quiz_llm_gateway.call.retries import ProviderCalls
 from quiz_llm_gateway.config import Settings
 from quiz_llm_gateway.domain.callers import authorize
 from quiz_llm_gateway.domain.circuit import CircuitBreaker
+from quiz_llm_gateway.domain.ids import new_id
 from quiz_llm_gateway.domain.output import InvalidSchema, cached_validator
 from quiz_llm_gateway.domain.pricing import (
     DEFAULT_PRICES,
@@ -39,14 +44,13 @@ from quiz_llm_gateway.domain.pricing import (
     usd,
     with_snapshots,
 )
-from quiz_llm_gateway.idempotency import RequestIds, request_digest
-from quiz_llm_gateway.journal import SettleJournal
-from quiz_llm_gateway.ledger import Ledger
 from quiz_llm_gateway.metrics import GatewayMetrics
-from quiz_llm_gateway.provider_calls import Provider, ProviderCalls
 from quiz_llm_gateway.reports import Reports
-from quiz_llm_gateway.repository import Repository, is_outage
-from quiz_llm_gateway.stream_journal import StreamJournal
+from quiz_llm_gateway.rows import Repository, outage_error
+from quiz_llm_gateway.settlement.journal import SettleJournal
+from quiz_llm_gateway.settlement.ledger import Ledger
+from quiz_llm_gateway.settlement.requests import RequestIds, request_digest
+from quiz_llm_gateway.settlement.stream_journal import StreamJournal
 
 log = logging.getLogger(__name__)
 
@@ -107,7 +111,15 @@ class Gateway:
             monotonic=monotonic,
             local_holds=lambda day: self.slices.held_rows(day),
         )
-        self.requests = RequestIds(repo, self.ledger, settings, clock=clock, monotonic=monotonic)
+        self.requests = RequestIds(
+            repo,
+            self.ledger,
+            settings,
+            metrics,
+            models=self.models,
+            clock=clock,
+            monotonic=monotonic,
+        )
         self.admissions = Admissions(
             repo,
             self.ledger,
@@ -150,7 +162,8 @@ class Gateway:
         Keyed by purpose, payer and request_id (two services choosing the same id never share
         a reply) and checked against the request's digest: the same id with another request
         is `idempotency_key_reused`. On this replica a repeat joins the call in hand; across
-        replicas the database's `idempotency_keys` row decides who calls and keeps the reply.
+        replicas the database's `idempotency_keys` row decides who calls and keeps the reply
+        (settlement.requests).
         """
         try:
             authorize(caller, req.purpose, req.billed_to, req.user)
@@ -158,7 +171,7 @@ class Gateway:
             log.warning("refused a call from %s: %s", caller, e.message)
             raise
         if req.request_id is None:
-            return await self._complete(req, trace_id)
+            return await self._call(req, trace_id, new_id())
         if req.output_schema is not None:
             # Bad input costs nothing: a schema that will be refused takes no idempotency row.
             try:
@@ -166,47 +179,20 @@ class Gateway:
             except InvalidSchema as e:
                 raise ContractError(ErrorCode.invalid_request, str(e)) from e
         key = f"{req.purpose.value}:{req.payer}:{req.request_id}"
-        digest = request_digest(req)
-        return await self.requests.once(
-            key, digest, lambda: self._complete_once(req, key, digest, trace_id)
-        )
-
-    async def _complete_once(
-        self, req: CompleteRequest, key: str, digest: str, trace_id: str | None
-    ) -> CompleteReply:
-        if self.ledger.maybe_pending():
-            await self.ledger.catch_up()
-        call_id = new_id()
-        deadline_s = max(time_left_s(req, self.settings.default_deadline_s, self.clock), 0.0)
-        try:
-            kept = await self.requests.claim(req, key, digest, call_id, deadline_s)
-        except Exception as e:
-            mapped = self._outage(e)
-            if mapped is None:
-                raise
-            purpose = req.purpose.value
-            m = self.metrics
-            m.child(m.calls, purpose, self.models[purpose], mapped.code.value).inc()
-            raise mapped from e
-        if kept is not None:
-            return kept
-        try:
-            reply = await self._complete(req, trace_id, call_id)
-        except BaseException:
-            # Only a success is kept: a failed call may be asked again; the error stands.
-            await self.requests.release(key, call_id)
-            raise
-        # Paid: the reply goes to its caller whatever becomes of this write (the database,
-        # else the journal, which any replica replays into idempotency_keys).
-        await self.requests.keep(key, digest, call_id, reply)
+        async with self.requests.claim(req, key, request_digest(req)) as claim:
+            if claim.kept is not None:
+                return claim.kept
+            reply = await self._call(req, trace_id, claim.call_id)
+            claim.keep(reply)
         return reply
 
-    async def _complete(
-        self, req: CompleteRequest, trace_id: str | None, call_id: str | None = None
+    async def _call(
+        self, req: CompleteRequest, trace_id: str | None, call_id: str
     ) -> CompleteReply:
+        """One call's attempts to its reply (call.attempts), counted, timed and logged once."""
         model = self.models[req.purpose.value]
         call = CallRecord(
-            call_id=call_id or new_id(),
+            call_id=call_id,
             request=req,
             model=model,
             price=self.prices[model],
@@ -261,16 +247,8 @@ class Gateway:
             )
 
     def _outage(self, error: Exception) -> ContractError | None:
-        """`unavailable` with retry_after_s for a database that cannot be reached (a fault
-        that passes, never `internal`); None for any other error."""
-        if not is_outage(error):
-            return None
-        log.warning("database unreachable (%s): answered unavailable", type(error).__name__)
-        return ContractError(
-            ErrorCode.unavailable,
-            "the gateway's database cannot be reached (nothing was charged); try again",
-            retry_after_s=self.settings.outage_retry_after_s,
-        )
+        """`unavailable` (retry_after_s) for a database that cannot be reached; else None."""
+        return outage_error(error, self.settings.outage_retry_after_s)
 
     # -- housekeeping and the read side --------------------------------------------------------
 

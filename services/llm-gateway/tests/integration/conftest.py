@@ -12,11 +12,11 @@ from typing import Any
 import pytest
 from prometheus_client import CollectorRegistry
 
+from quiz_llm_gateway.call.anthropic import AnthropicProvider
 from quiz_llm_gateway.config import Settings
 from quiz_llm_gateway.metrics import GatewayMetrics
-from quiz_llm_gateway.models import MIGRATIONS
-from quiz_llm_gateway.provider import AnthropicProvider
-from quiz_llm_gateway.repository import Repository
+from quiz_llm_gateway.rows import Repository
+from quiz_llm_gateway.rows.tables import MIGRATIONS
 from quiz_llm_gateway.service import Gateway
 from quiz_servicekit.db import Database
 from quiz_servicekit.metrics import ServiceMetrics

@@ -19,7 +19,7 @@ from quiz_contracts.errors import ErrorCode
 from quiz_contracts.llm import CompleteReply
 from quiz_llm_gateway.domain.days import budget_day
 from quiz_llm_gateway.domain.pricing import estimate_input_tokens
-from quiz_llm_gateway.repository import Repository
+from quiz_llm_gateway.rows import Repository
 from quiz_servicekit.db import Database
 from quiz_servicekit.natsio import request as nats_request
 from quiz_testkit.anthropic_stub import AnthropicStub, StubReply

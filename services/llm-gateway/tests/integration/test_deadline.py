@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from quiz_contracts.errors import ContractError, ErrorCode
-from quiz_llm_gateway.repository import Repository
+from quiz_llm_gateway.rows import Repository
 from quiz_servicekit.db import Database
 from quiz_servicekit.llm import LlmClient
 from quiz_testkit.anthropic_stub import AnthropicStub

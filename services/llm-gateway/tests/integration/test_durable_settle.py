@@ -25,12 +25,12 @@ from sqlalchemy.engine import make_url
 
 from quiz_contracts import subjects
 from quiz_contracts.errors import ContractError, ErrorCode
-from quiz_llm_gateway.journal import entries_of
+from quiz_llm_gateway.call.anthropic import AnthropicProvider
 from quiz_llm_gateway.metrics import GatewayMetrics
-from quiz_llm_gateway.provider import AnthropicProvider
-from quiz_llm_gateway.repository import Repository
+from quiz_llm_gateway.rows import Repository
 from quiz_llm_gateway.service import Gateway
-from quiz_llm_gateway.stream_journal import StreamJournal
+from quiz_llm_gateway.settlement.journal import entries_of
+from quiz_llm_gateway.settlement.stream_journal import StreamJournal
 from quiz_servicekit.db import Database
 from quiz_servicekit.metrics import ServiceMetrics
 from quiz_testkit.anthropic_stub import AnthropicStub, StubReply

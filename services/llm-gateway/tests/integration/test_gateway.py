@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-from dataclasses import replace
 from datetime import UTC, date, datetime
 from decimal import Decimal
 from typing import Any
@@ -13,7 +12,7 @@ import pytest
 from quiz_contracts.errors import ContractError, ErrorCode
 from quiz_contracts.llm import CompleteRequest, Purpose
 from quiz_llm_gateway.domain.circuit import CircuitState
-from quiz_llm_gateway.repository import Held, LedgerRow
+from quiz_llm_gateway.rows import Held, LedgerRow
 from quiz_testkit.anthropic_stub import StubReply
 
 from .conftest import HandClock, leased
@@ -418,7 +417,7 @@ async def test_an_expired_hold_is_released_once(make_rig: Any) -> None:
         now=rig.clock.now,
         expires_at=rig.clock.now + 10,
         rate=None,
-        refusal=replace(entry, attempt=0, outcome="refused", cost_micros=0),
+        refusal=entry.model_copy(update={"attempt": 0, "outcome": "refused", "cost_micros": 0}),
     )
     assert admission.admitted
     assert await rig.repo.release_expired(rig.clock.now) == 0

@@ -85,3 +85,44 @@ async def test_a_repeat_outwaited_by_the_call_elsewhere_is_unavailable(make_rig:
     # Asked again, the id is answered from the call that was paid.
     again = await two.gateway.complete(request(request_id="r-5"))
     assert again.call_id == done.call_id and len(one.stub.requests) == 1
+
+
+async def test_a_repeat_joining_a_failed_call_on_its_replica_gets_its_error_once_paid(
+    make_rig: Any,
+) -> None:
+    """Issue 32: the claim as one `async with`. A repeat that joins a call of its replica gets
+    that call's very error (one provider request, not two), and the id is released for a later
+    ask, which is answered."""
+    rig = make_rig()
+    rig.stub.script(StubReply.slow(0.3, StubReply.error(400)), StubReply.tool({"findings": []}))
+    first = asyncio.create_task(rig.gateway.complete(request(request_id="r-6")))
+    await asyncio.sleep(0.1)
+    joined = asyncio.create_task(rig.gateway.complete(request(request_id="r-6")))
+    one = await expect_error(first, ErrorCode.llm_failed)
+    two = await expect_error(joined, ErrorCode.llm_failed)
+    assert one is two and len(rig.stub.requests) == 1
+    assert await rig.repo.request_row("review:teacher-1:r-6") is None
+    again = await rig.gateway.complete(request(request_id="r-6"))
+    assert again.output == {"findings": []} and len(rig.stub.requests) == 2
+
+
+async def test_a_cancelled_first_caller_leaves_its_repeat_to_call_in_its_place(
+    make_rig: Any,
+) -> None:
+    """The first caller cancelled mid-call: its id is released and the repeat that joined it
+    on this replica is not cancelled with it, but calls itself and keeps its reply."""
+    rig = make_rig()
+    rig.stub.script(
+        StubReply.slow(0.5, StubReply.tool({"findings": []})), StubReply.tool({"findings": []})
+    )
+    first = asyncio.create_task(rig.gateway.complete(request(request_id="r-7")))
+    await asyncio.sleep(0.1)
+    joined = asyncio.create_task(rig.gateway.complete(request(request_id="r-7")))
+    await asyncio.sleep(0.1)
+    first.cancel()
+    reply = await joined
+    assert first.cancelled()
+    row = await rig.repo.request_row("review:teacher-1:r-7")
+    assert row is not None and row.call_id == reply.call_id and row.reply is not None
+    again = await rig.gateway.complete(request(request_id="r-7"))
+    assert again.call_id == reply.call_id

@@ -26,8 +26,8 @@ from quiz_contracts.llm import CompleteReply, Usage
 from quiz_contracts.llm_journal import JournalEntry, JournalReply
 from quiz_llm_gateway.domain.days import budget_day
 from quiz_llm_gateway.domain.journal_mac import sign
-from quiz_llm_gateway.idempotency import request_digest
-from quiz_llm_gateway.repository import Repository
+from quiz_llm_gateway.rows import Repository
+from quiz_llm_gateway.settlement.requests import request_digest
 from quiz_servicekit.db import Database
 from quiz_servicekit.natsio import request
 from quiz_testkit.anthropic_stub import AnthropicStub, StubReply

@@ -19,8 +19,8 @@ import pytest
 
 from quiz_contracts import subjects
 from quiz_contracts.llm import CompleteReply
-from quiz_llm_gateway.journal import entries_of
-from quiz_llm_gateway.repository import Repository
+from quiz_llm_gateway.rows import Repository
+from quiz_llm_gateway.settlement.journal import entries_of
 from quiz_servicekit.db import Database
 from quiz_servicekit.natsio import request
 from quiz_testkit.anthropic_stub import AnthropicStub, StubReply

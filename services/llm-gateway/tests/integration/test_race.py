@@ -22,7 +22,7 @@ from quiz_contracts import subjects
 from quiz_contracts.errors import ContractError, ErrorCode
 from quiz_contracts.llm import CompleteReply, CompleteRequest
 from quiz_llm_gateway.domain.pricing import estimate_input_tokens
-from quiz_llm_gateway.models import MIGRATIONS
+from quiz_llm_gateway.rows.tables import MIGRATIONS
 from quiz_servicekit.db import sync_url
 from quiz_servicekit.migrate import upgrade
 from quiz_servicekit.natsio import request

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import asyncio
-from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 
-from quiz_llm_gateway.repository import LedgerRow
-from quiz_llm_gateway.writer import SettleWriter
+from quiz_llm_gateway.rows import LedgerRow
+from quiz_llm_gateway.settlement.writer import SettleWriter
 from quiz_testkit.anthropic_stub import StubReply
 
 
@@ -38,7 +37,9 @@ async def test_concurrent_settles_commit_in_batches_and_a_bad_one_fails_alone(
     rig = make_rig()
     day = rig.gateway.today()
     writer = SettleWriter(rig.repo)
-    bad = replace(row("bad", day), purpose=None)  # NOT NULL: this entry cannot be written
+    bad = row("bad", day).model_copy(
+        update={"purpose": None}
+    )  # NOT NULL: this entry cannot be written
     results = await asyncio.gather(
         *[writer.settle(None, row(f"c{i}", day)) for i in range(60)],
         writer.settle(None, bad),

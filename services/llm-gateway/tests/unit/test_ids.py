@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 
-from quiz_llm_gateway.calls import new_id
+from quiz_llm_gateway.domain.ids import new_id
 
 
 def test_ids_are_distinct_version_4_uuids_of_36_characters() -> None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from dataclasses import asdict
 from datetime import UTC, date, datetime
 from decimal import Decimal
 
@@ -11,8 +10,9 @@ from sqlalchemy.exc import IntegrityError, OperationalError
 
 from quiz_contracts.errors import ContractError, ErrorCode
 from quiz_contracts.llm import CompleteReply, Usage
-from quiz_contracts.llm_journal import JournalEntry, JournalReply
-from quiz_llm_gateway.journal import (
+from quiz_contracts.llm_journal import JournalEntry, JournalHold, JournalLedgerRow, JournalReply
+from quiz_llm_gateway.rows import LEDGER_COLUMNS, Held, LedgerRow
+from quiz_llm_gateway.settlement.journal import (
     decode,
     encode,
     entry_key,
@@ -21,7 +21,6 @@ from quiz_llm_gateway.journal import (
     settle_of,
     transient,
 )
-from quiz_llm_gateway.repository import Held, LedgerRow
 
 ROW = LedgerRow(
     at=datetime(2026, 11, 29, 12, 0, 0, 123456, tzinfo=UTC),
@@ -50,7 +49,7 @@ def test_a_settle_round_trips_through_a_journal_line() -> None:
 
 def test_a_line_of_the_issue_10_journal_still_reads() -> None:
     """The format before the JetStream journal: the hold and the dataclass row, ISO dates."""
-    r = asdict(ROW)
+    r = ROW.model_dump()
     r["at"], r["day"] = ROW.at.isoformat(), ROW.day.isoformat()
     held = {"id": HELD.id, "day": HELD.day.isoformat(), "amount_micros": HELD.amount_micros}
     line = json.dumps({"held": held, "row": r}, separators=(",", ":")) + "\n"
@@ -73,7 +72,7 @@ def test_keys_name_one_write_each() -> None:
     assert entry_msg_id(settle) == "settle:c-1:2"
     assert entry_key(kept) == ("reply", "review:t:r-1#c-1", 0)
     assert decode(encode(kept)) == kept
-    first = LedgerRow(**{**asdict(ROW), "attempt": 1})
+    first = LedgerRow(**{**ROW.model_dump(), "attempt": 1})
     assert entry_key(settle) != entry_key(settle_entry(HELD, first))
 
 
@@ -87,3 +86,14 @@ def test_a_replay_stops_on_an_outage_and_skips_a_refused_entry() -> None:
     assert transient(ContractError(ErrorCode.unavailable, "no stream stores it"))
     assert not transient(ValueError("not a settle entry"))
     assert not transient(IntegrityError("INSERT", {}, Exception("value too long")))
+
+
+def test_the_ledger_row_is_the_contracts_and_its_wire_shape_unchanged() -> None:
+    """Issue 32: the row's fields are written once (the contract's), the table has the same
+    columns, and a settle's journal JSON (signed by the journal MAC) is the contract model's,
+    byte for byte."""
+    fields = list(JournalLedgerRow.model_fields)
+    assert list(LedgerRow.model_fields) == fields and sorted(LEDGER_COLUMNS) == sorted(fields)
+    contract = JournalLedgerRow(**{f: getattr(ROW, f) for f in fields})
+    hold = JournalHold(id=HELD.id, day=HELD.day, amount_micros=HELD.amount_micros)
+    assert encode(settle_entry(HELD, ROW)) == encode(JournalEntry(held=hold, row=contract))

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import secrets
-from dataclasses import asdict
 from datetime import UTC, date, datetime
 from decimal import Decimal
 
@@ -15,8 +14,8 @@ from quiz_contracts.llm_journal import JournalEntry, JournalLedgerRow, JournalRe
 from quiz_llm_gateway.domain.journal_mac import check_key, mac_of, sign, verify
 from quiz_llm_gateway.domain.money import check_amounts, check_usd
 from quiz_llm_gateway.domain.pricing import ModelPrice, PricingError, parse_prices
-from quiz_llm_gateway.journal import settle_entry
-from quiz_llm_gateway.repository import Held, LedgerRow
+from quiz_llm_gateway.rows import Held, LedgerRow
+from quiz_llm_gateway.settlement.journal import settle_entry
 
 KEY = secrets.token_hex(32).encode()
 SUBJECT = "llm.v1.journal.db-1"
@@ -88,14 +87,14 @@ def test_a_short_key_is_refused() -> None:
 
 @pytest.mark.parametrize("field", ["cost_micros", "input_tokens", "output_tokens"])
 def test_a_negative_amount_is_refused_on_the_wire(field: str) -> None:
-    row = {**asdict(ROW), field: -5_000_000}
+    row = {**ROW.model_dump(), field: -5_000_000}
     with pytest.raises(ValidationError):
         JournalLedgerRow.model_validate(row)
 
 
 def test_a_negative_cost_is_refused_by_the_ledger_row_and_the_hold() -> None:
     with pytest.raises(ValueError, match="cost_micros"):
-        LedgerRow(**{**asdict(ROW), "cost_micros": -5_000_000})
+        LedgerRow(**{**ROW.model_dump(), "cost_micros": -5_000_000})
     with pytest.raises(ValueError, match="amount_micros"):
         Held("h", ROW.day, -1)
     with pytest.raises(ValueError, match="integer"):

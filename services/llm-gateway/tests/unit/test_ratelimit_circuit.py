@@ -59,7 +59,7 @@ def test_success_resets_the_count() -> None:
 
 
 def test_retry_after_header_is_clamped() -> None:
-    from quiz_llm_gateway.provider import RETRY_AFTER_MAX_S, parse_retry_after
+    from quiz_llm_gateway.call.provider import RETRY_AFTER_MAX_S, parse_retry_after
 
     assert parse_retry_after("nan") is None
     assert parse_retry_after("inf") is None
@@ -72,7 +72,7 @@ def test_retry_after_header_is_clamped() -> None:
 
 
 def test_lone_surrogates_are_replaced() -> None:
-    from quiz_llm_gateway.provider import sanitize
+    from quiz_llm_gateway.call.provider import sanitize
 
     assert sanitize({"a\ud800": ["\udfff", 1, "ok \U0001f600"]}) == {
         "a\ufffd": ["\ufffd", 1, "ok \U0001f600"]

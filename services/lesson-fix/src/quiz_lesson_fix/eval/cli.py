@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import sys
 from collections.abc import Sequence
 from dataclasses import asdict
@@ -31,7 +30,7 @@ from quiz_lesson_fix.domain.fix import Complete, Messages
 from quiz_lesson_fix.eval.cases import EvalCase, load_cases
 from quiz_lesson_fix.eval.scoring import CaseResult, EvalScore, run_case, score
 from quiz_lesson_fix.model_call import gateway_complete
-from quiz_servicekit.eval_dispatch import HARNESS_ERRORS, harness_gateway, harness_parser
+from quiz_servicekit.eval_dispatch import harness_gateway, harness_parser, run_harness
 
 # The gateway limits calls per person and purpose; the evaluation waits its turn this many times.
 RATE_LIMIT_RETRIES = 5
@@ -115,50 +114,51 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+def as_json(results: list[CaseResult]) -> dict[str, Any]:
+    """`--json`: the score's figures and every lesson's result."""
+    total = score(results)
+    return {
+        "cases": total.cases,
+        "passed_first": total.passed_first,
+        "passed_second": total.passed_second,
+        "rate_first": total.rate_first,
+        "rate_second": total.rate_second,
+        "failed": total.failed,
+        "errors": total.errors,
+        "results": [asdict(r) for r in results],
+    }
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the evaluation; the dispatcher passes the arguments after `lesson-fix`."""
     args = parser().parse_args(argv)
-    cases = load_cases()
-    if args.case:
-        unknown = set(args.case) - {c.name for c in cases}
-        if unknown:
-            print(f"unknown case(s): {', '.join(sorted(unknown))}", file=sys.stderr)
+
+    def status(results: list[CaseResult]) -> int:
+        total = score(results)
+        if total.errors and len(total.errors) == total.cases:
             return 2
-        cases = [c for c in cases if c.name in args.case]
-    try:
-        results = asyncio.run(
-            evaluate(
-                cases,
-                args.nats_url,
-                user=args.user,
-                deadline_s=args.deadline_s,
-                max_output_tokens=args.max_output_tokens,
-                concurrency=max(1, args.concurrency),
-            )
-        )
-    except HARNESS_ERRORS as e:
-        print(f"quiz-eval lesson-fix: {e}", file=sys.stderr)
-        return 2
-    total = score(results)
-    if args.json:
-        body = {
-            "cases": total.cases,
-            "passed_first": total.passed_first,
-            "passed_second": total.passed_second,
-            "rate_first": total.rate_first,
-            "rate_second": total.rate_second,
-            "failed": total.failed,
-            "errors": total.errors,
-            "results": [asdict(r) for r in results],
-        }
-        print(json.dumps(body, ensure_ascii=False, indent=1))
-    else:
-        print(report(results, total))
-    if total.errors and len(total.errors) == total.cases:
-        return 2
-    if args.fail_under is not None and total.rate_second < args.fail_under:
-        return 1
-    return 0
+        if args.fail_under is not None and total.rate_second < args.fail_under:
+            return 1
+        return 0
+
+    return run_harness(
+        "quiz-eval lesson-fix",
+        load_cases(),
+        key=lambda c: c.name,
+        noun="case",
+        only=args.case,
+        evaluate=lambda cases: evaluate(
+            cases,
+            args.nats_url,
+            user=args.user,
+            deadline_s=args.deadline_s,
+            max_output_tokens=args.max_output_tokens,
+            concurrency=max(1, args.concurrency),
+        ),
+        as_json=as_json if args.json else None,
+        report=lambda results: report(results, score(results)),
+        status=status,
+    )
 
 
 if __name__ == "__main__":

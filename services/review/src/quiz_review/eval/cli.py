@@ -41,7 +41,7 @@ from quiz_review.eval.scoring import (
     render,
     score,
 )
-from quiz_servicekit.eval_dispatch import HARNESS_ERRORS, harness_gateway, harness_parser
+from quiz_servicekit.eval_dispatch import harness_gateway, harness_parser, run_harness
 from quiz_servicekit.llm import LlmClient
 
 RATE_LIMIT_RETRIES = 8
@@ -193,42 +193,39 @@ def main(argv: Sequence[str] | None = None) -> int:
     if "--iwf" in argv:
         return iwf_main(argv)
     args = parser().parse_args(argv)
-    questions = load_questions()
-    if args.question:
-        unknown = set(args.question) - {q.id for q in questions}
-        if unknown:
-            print(f"unknown question(s): {', '.join(sorted(unknown))}", file=sys.stderr)
+    Run = tuple[list[QuestionOutcome], list[str]]
+
+    def status(run: Run) -> int:
+        outcomes, failed = run
+        if not outcomes:
             return 2
-        questions = [q for q in questions if q.id in args.question]
-    if args.language:
-        questions = [q for q in questions if q.language in args.language]
-    try:
-        outcomes, failed = asyncio.run(
-            evaluate(
-                questions,
-                args.nats_url,
-                user=args.user,
-                deadline_s=args.deadline_s,
-                concurrency=max(1, args.concurrency),
-            )
-        )
-    except HARNESS_ERRORS as e:
-        print(f"quiz-eval review: {e}", file=sys.stderr)
-        return 2
-    result = score(outcomes, failed)
-    if args.json:
-        print(json.dumps(as_json(result, outcomes), ensure_ascii=False, indent=1))
-    else:
-        print(render(result))
-    if not outcomes:
-        return 2
-    recall = result.overall.recall
-    if args.min_recall is not None and (recall is None or recall < args.min_recall):
-        return 1
-    rate = result.false_finding_rate
-    if args.max_false_rate is not None and rate is not None and rate > args.max_false_rate:
-        return 1
-    return 0
+        result = score(outcomes, failed)
+        recall = result.overall.recall
+        if args.min_recall is not None and (recall is None or recall < args.min_recall):
+            return 1
+        rate = result.false_finding_rate
+        if args.max_false_rate is not None and rate is not None and rate > args.max_false_rate:
+            return 1
+        return 0
+
+    return run_harness(
+        "quiz-eval review",
+        load_questions(),
+        key=lambda q: q.id,
+        noun="question",
+        only=args.question,
+        keep=(lambda q: q.language in args.language) if args.language else None,
+        evaluate=lambda questions: evaluate(
+            questions,
+            args.nats_url,
+            user=args.user,
+            deadline_s=args.deadline_s,
+            concurrency=max(1, args.concurrency),
+        ),
+        as_json=(lambda run: as_json(score(*run), run[0])) if args.json else None,
+        report=lambda run: render(score(*run)),
+        status=status,
+    )
 
 
 if __name__ == "__main__":

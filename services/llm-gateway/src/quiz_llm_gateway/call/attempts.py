@@ -14,10 +14,14 @@ from typing import Any
 
 from quiz_contracts.errors import NOT_CONFIGURED_MESSAGE, ContractError, ErrorCode
 from quiz_contracts.llm import CompleteReply, CompleteRequest
-from quiz_llm_gateway.admission import Admissions
-from quiz_llm_gateway.calls import CallRecord, time_left_s
+from quiz_llm_gateway.admission.admissions import Admissions
+from quiz_llm_gateway.admission.leases import CapSlices
+from quiz_llm_gateway.call.provider import ProviderReply
+from quiz_llm_gateway.call.record import CallRecord
+from quiz_llm_gateway.call.retries import ProviderCalls, ProviderFailure
 from quiz_llm_gateway.config import Settings
 from quiz_llm_gateway.domain.circuit import CircuitBreaker
+from quiz_llm_gateway.domain.deadlines import time_left_s
 from quiz_llm_gateway.domain.output import (
     InvalidSchema,
     Unreadable,
@@ -33,11 +37,8 @@ from quiz_llm_gateway.domain.pricing import (
     usd,
     worst_case_micros,
 )
-from quiz_llm_gateway.leases import CapSlices
-from quiz_llm_gateway.ledger import Ledger
 from quiz_llm_gateway.metrics import GatewayMetrics
-from quiz_llm_gateway.provider import ProviderReply
-from quiz_llm_gateway.provider_calls import ProviderCalls, ProviderFailure
+from quiz_llm_gateway.settlement.ledger import Ledger
 
 log = logging.getLogger(__name__)
 Output = dict[str, Any] | str | Unreadable
@@ -73,7 +74,7 @@ class Attempts:
         """The call's reply: its first readable answer (attempt 1, else 2)."""
         req = call.request
         if self.provider is None:
-            await self.admissions.refuse(call, ErrorCode.llm_not_configured)
+            await self._refuse(call, ErrorCode.llm_not_configured)
             raise ContractError(ErrorCode.llm_not_configured, NOT_CONFIGURED_MESSAGE)
         validator = None
         if req.output_schema is not None:
@@ -84,7 +85,7 @@ class Attempts:
         messages, tools = request_shape(req)
         if not self.circuit.admits(self.monotonic()):
             retry = self.circuit.retry_after(self.monotonic())
-            await self.admissions.refuse(call, ErrorCode.llm_failed)
+            await self._refuse(call, ErrorCode.llm_failed)
             raise ContractError(
                 ErrorCode.llm_failed, "the provider is failing (circuit open)", retry_after_s=retry
             )
@@ -92,7 +93,7 @@ class Attempts:
         if deadline <= self.monotonic():
             # Nobody waits for this answer any more (the message reached us late: a paused or
             # backlogged replica): no hold, no provider request, a refusal row.
-            await self.admissions.refuse(call, ErrorCode.llm_failed)
+            await self._refuse(call, ErrorCode.llm_failed)
             raise ContractError(
                 ErrorCode.llm_failed, "the caller's deadline passed before the call started"
             )
@@ -118,6 +119,11 @@ class Attempts:
             messages = retry_messages(messages, reply.content, output)
         raise ContractError(ErrorCode.llm_failed, "the model's reply was unreadable twice")
 
+    async def _refuse(self, call: CallRecord, code: ErrorCode) -> None:
+        """The ledger row of a call refused before any hold."""
+        row = call.ledger_row(attempt=0, outcome="refused", now=self.clock(), error_code=code.value)
+        await self.admissions.refuse(row)
+
     async def _attempt(
         self,
         call: CallRecord,
@@ -131,7 +137,16 @@ class Attempts:
         assert self.provider is not None
         now = self.clock()
         worst = attempt_worst_case(call.price, call.request, messages, tools)
-        held = await self.admissions.admit(call, attempt, worst, deadline, now)
+        refusal = call.ledger_row(attempt=0, outcome="refused", now=now)
+        held = await self.admissions.admit(
+            call.request,
+            call.call_id,
+            refusal,
+            attempt=attempt,
+            worst_micros=worst,
+            deadline=deadline,
+            now=now,
+        )
         call.attempts = attempt
         began = self.monotonic()
         try:

@@ -5,32 +5,15 @@ from __future__ import annotations
 import asyncio
 import random
 from collections.abc import Awaitable, Callable
-from typing import Any, Protocol
+from typing import Any
 
-from quiz_llm_gateway.calls import CallRecord
+from quiz_llm_gateway.call.provider import Provider, ProviderError, ProviderReply
+from quiz_llm_gateway.call.record import CallRecord
 from quiz_llm_gateway.config import Settings
 from quiz_llm_gateway.domain.circuit import CircuitBreaker, CircuitState
 from quiz_llm_gateway.metrics import GatewayMetrics
-from quiz_llm_gateway.provider import ProviderError, ProviderReply
 
 CIRCUIT_GAUGE = {CircuitState.closed: 0, CircuitState.half_open: 1, CircuitState.open: 2}
-
-
-class Provider(Protocol):
-    """What the gateway needs of a provider client (the real one, or a test double)."""
-
-    async def create(
-        self,
-        *,
-        model: str,
-        system: str | None,
-        messages: list[dict[str, Any]],
-        tools: list[dict[str, Any]] | None,
-        max_tokens: int,
-        timeout_s: float,
-        purpose: str,
-        effort: str | None = None,
-    ) -> ProviderReply: ...
 
 
 class ProviderFailure(Exception):

@@ -33,7 +33,7 @@ from pydantic import ValidationError
 from quiz_contracts import subjects
 from quiz_contracts.llm_journal import JournalEntry
 from quiz_llm_gateway.domain.journal_mac import check_key, sign, verify
-from quiz_llm_gateway.journal import Apply, entry_key, entry_msg_id, transient
+from quiz_llm_gateway.settlement.journal import Apply, entry_key, entry_msg_id, transient
 from quiz_servicekit.jetstream import publish
 
 log = logging.getLogger(__name__)

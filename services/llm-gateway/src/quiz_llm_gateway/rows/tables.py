@@ -20,7 +20,7 @@ from sqlalchemy import (
 from sqlmodel import Field, SQLModel
 
 # The alembic scripts that create these tables (servicekit's run_env, in migrations/env.py).
-MIGRATIONS = Path(__file__).parent / "migrations"
+MIGRATIONS = Path(__file__).parent.parent / "migrations"
 
 
 class BudgetDay(SQLModel, table=True):

@@ -28,10 +28,10 @@ from prometheus_client import Gauge
 
 from quiz_contracts.llm import CompleteReply
 from quiz_contracts.llm_journal import JournalEntry, JournalReply
-from quiz_llm_gateway.journal import SettleJournal, entry_key, settle_entry, settle_of
-from quiz_llm_gateway.repository import Held, LedgerRow, Repository
-from quiz_llm_gateway.stream_journal import StreamJournal
-from quiz_llm_gateway.writer import SettleWriter
+from quiz_llm_gateway.rows import Held, LedgerRow, Repository
+from quiz_llm_gateway.settlement.journal import SettleJournal, entry_key, settle_entry, settle_of
+from quiz_llm_gateway.settlement.stream_journal import StreamJournal
+from quiz_llm_gateway.settlement.writer import SettleWriter
 from quiz_servicekit.tasks import TaskSet
 
 log = logging.getLogger(__name__)

@@ -24,15 +24,14 @@ import logging
 import os
 import uuid
 from collections.abc import Awaitable, Callable
-from dataclasses import asdict
 from pathlib import Path
 from typing import IO
 
 from pydantic import ValidationError
 
 from quiz_contracts.errors import ContractError, ErrorCode
-from quiz_contracts.llm_journal import JournalEntry, JournalHold, JournalLedgerRow
-from quiz_llm_gateway.repository import Held, LedgerRow, is_outage
+from quiz_contracts.llm_journal import JournalEntry, JournalHold
+from quiz_llm_gateway.rows import Held, LedgerRow, is_outage
 
 log = logging.getLogger(__name__)
 Apply = Callable[[JournalEntry], Awaitable[None]]
@@ -45,7 +44,8 @@ def settle_entry(held: Held | None, row: LedgerRow) -> JournalEntry:
         hold = JournalHold(
             id=held.id, day=held.day, amount_micros=held.amount_micros, lease_id=held.lease_id
         )
-    return JournalEntry(held=hold, row=JournalLedgerRow(**asdict(row)))
+    # The row is the contract's own model (rows.LedgerRow derives from it): sent as it is.
+    return JournalEntry(held=hold, row=row)
 
 
 def settle_of(entry: JournalEntry) -> tuple[Held | None, LedgerRow]:
@@ -54,7 +54,7 @@ def settle_of(entry: JournalEntry) -> tuple[Held | None, LedgerRow]:
         raise ValueError("not a settle entry")
     h = entry.held
     held = Held(h.id, h.day, h.amount_micros, h.lease_id) if h is not None else None
-    return held, LedgerRow(**entry.row.model_dump())
+    return held, LedgerRow.model_validate(entry.row.model_dump())
 
 
 def entry_key(entry: JournalEntry) -> tuple[str, str, int]:

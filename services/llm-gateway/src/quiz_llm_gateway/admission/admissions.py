@@ -14,15 +14,15 @@ from typing import NoReturn
 
 from quiz_contracts.errors import ContractError, ErrorCode
 from quiz_contracts.llm import CompleteRequest, Purpose
-from quiz_llm_gateway.calls import CallRecord, new_id
+from quiz_llm_gateway.admission.leases import CapSlices
+from quiz_llm_gateway.admission.writers import AdmitWriter, RateWriter
 from quiz_llm_gateway.config import Settings
 from quiz_llm_gateway.domain.days import budget_day
+from quiz_llm_gateway.domain.ids import new_id
 from quiz_llm_gateway.domain.pricing import usd
 from quiz_llm_gateway.domain.slices import SliceSizing
-from quiz_llm_gateway.leases import CapSlices
-from quiz_llm_gateway.ledger import Ledger
-from quiz_llm_gateway.repository import Admission, AdmitArgs, Held, RateKey, Repository
-from quiz_llm_gateway.writer import AdmitWriter, RateWriter
+from quiz_llm_gateway.rows import Admission, AdmitArgs, Held, LedgerRow, RateKey, Repository
+from quiz_llm_gateway.settlement.ledger import Ledger
 
 
 class Admissions:
@@ -60,10 +60,21 @@ class Admissions:
         self._rates = RateWriter(repo)
 
     async def admit(
-        self, call: CallRecord, attempt: int, worst_micros: int, deadline: float, now: float
+        self,
+        req: CompleteRequest,
+        call_id: str,
+        refusal: LedgerRow,
+        *,
+        attempt: int,
+        worst_micros: int,
+        deadline: float,
+        now: float,
     ) -> Held:
-        """Hold the attempt's worst case (`worst_micros`) under the cap, or refuse."""
-        req = call.request
+        """Hold the attempt's worst case (`worst_micros`) under the cap, or refuse.
+
+        `refusal`: the call's ledger row should it be refused (attempt 0, outcome `refused`;
+        the error code is the refusal's). `deadline`: monotonic seconds.
+        """
         await self.ledger.know_database()
         day = budget_day(datetime.fromtimestamp(now, UTC))
         remaining = max(deadline - self.monotonic(), 0.0)
@@ -79,7 +90,7 @@ class Admissions:
         def admit(held: Held | None) -> AdmitArgs:
             return AdmitArgs(
                 held=held,
-                call_id=call.call_id,
+                call_id=call_id,
                 request_id=req.request_id,
                 purpose=req.purpose.value,
                 has_person=req.user is not None,
@@ -87,7 +98,7 @@ class Admissions:
                 now=now,
                 expires_at=expires_at,
                 rate=rate,
-                refusal=call.ledger_row(attempt=0, outcome="refused", now=now),
+                refusal=refusal,
             )
 
         if sliced is not None:
@@ -132,9 +143,8 @@ class Admissions:
             return None
         return RateKey(f"{req.purpose.value}:{person}", limit, self.settings.rate_window_s)
 
-    async def refuse(self, call: CallRecord, code: ErrorCode) -> None:
-        """The ledger row of a call refused before any hold."""
-        row = call.ledger_row(attempt=0, outcome="refused", now=self.clock(), error_code=code.value)
+    async def refuse(self, row: LedgerRow) -> None:
+        """Write the ledger row of a call refused before any hold (cost 0)."""
         await self.ledger.record(row)
 
     async def close(self) -> None:

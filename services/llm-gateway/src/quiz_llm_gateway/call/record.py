@@ -2,36 +2,13 @@
 
 from __future__ import annotations
 
-import itertools
-import secrets
-import uuid
-from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from quiz_contracts.llm import CompleteRequest, Usage
 from quiz_llm_gateway.domain.days import budget_day
 from quiz_llm_gateway.domain.pricing import ModelPrice, usd
-from quiz_llm_gateway.repository import Held, LedgerRow
-
-# A random 64-bit prefix per process and a counter: ids unique within the process by the
-# counter and across replicas by the prefix, without uuid4's getrandom syscall per id (issue 24).
-_ID_PREFIX = secrets.randbits(64) << 64
-_id_counter = itertools.count(1)
-
-
-def new_id() -> str:
-    """A fresh UUID-shaped id (version 4 bits set) for a call or a hold: 36 characters."""
-    return str(uuid.UUID(int=_ID_PREFIX | next(_id_counter), version=4))
-
-
-def time_left_s(req: CompleteRequest, default_s: float, clock: Callable[[], float]) -> float:
-    """Seconds the caller still waits: its `deadline_s` (else `default_s`) from now, cut by its
-    absolute `deadline_at` (≤ 0 once passed)."""
-    left = req.deadline_s or default_s
-    if req.deadline_at is not None:
-        left = min(left, req.deadline_at.timestamp() - clock())
-    return left
+from quiz_llm_gateway.rows import Held, LedgerRow
 
 
 @dataclass(slots=True)

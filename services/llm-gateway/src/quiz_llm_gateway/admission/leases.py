@@ -17,7 +17,7 @@ from collections.abc import Callable
 from datetime import date
 
 from quiz_llm_gateway.domain.slices import CapSlice, SliceSizing
-from quiz_llm_gateway.repository import Held, HeldRow, Repository
+from quiz_llm_gateway.rows import Held, HeldRow, Repository
 
 log = logging.getLogger(__name__)
 Tag = tuple[str, bool]  # a hold's purpose and whether a person made the call
