@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from datetime import UTC, date, datetime
 from decimal import Decimal
+from typing import Literal
 
 from quiz_contracts.errors import ErrorCode
 from quiz_contracts.llm import (
@@ -44,6 +45,9 @@ class Reports:
         clock: Callable[[], float],
         monotonic: Callable[[], float],
         local_holds: Callable[[date], list[HeldRow]] = lambda _day: [],
+        providers: dict[str, str] | None = None,
+        residency: Literal["any", "local"] = "any",
+        usable: Callable[[str], bool] = lambda _model: True,
     ) -> None:
         self.repo = repo
         self.metrics = metrics
@@ -56,6 +60,11 @@ class Reports:
         self.monotonic = monotonic
         # This replica's holds against its slice of the cap (in memory, not rows: issue 24).
         self.local_holds = local_holds
+        # Issue 31: purpose → who runs its model; LLM_DATA_RESIDENCY; whether a model can be
+        # called here (its provider configured, residency allowing it).
+        self.providers = providers or {}
+        self.residency: Literal["any", "local"] = residency
+        self.usable = usable
 
     def today(self) -> date:
         """The budget day now."""
@@ -71,7 +80,7 @@ class Reports:
         state = self.circuit.current(now)
         reason: ErrorCode | None = None
         retry_after: float | None = None
-        if not self.configured:
+        if not self.configured or not any(self.usable(m) for m in models.values()):
             reason = ErrorCode.llm_not_configured
         elif state is CircuitState.open:
             reason = ErrorCode.llm_failed
@@ -85,6 +94,8 @@ class Reports:
             models=models,
             remaining_usd=usd(remaining),
             retry_after_s=retry_after,
+            providers={p: self.providers[p.value] for p in models if p.value in self.providers},
+            residency=self.residency,
         )
 
     def _smallest_call_fits(self, remaining_micros: int, models: Iterable[str]) -> bool:

@@ -38,11 +38,18 @@ from quiz_llm_gateway.domain.ids import new_id
 from quiz_llm_gateway.domain.output import InvalidSchema, cached_validator
 from quiz_llm_gateway.domain.pricing import (
     DEFAULT_PRICES,
+    ModelPrice,
     check_models_priced,
     micros,
     parse_prices,
     usd,
     with_snapshots,
+)
+from quiz_llm_gateway.domain.providers import (
+    check_local_models_priced,
+    display_name,
+    parse_price_pairs,
+    provider_kind,
 )
 from quiz_llm_gateway.metrics import GatewayMetrics
 from quiz_llm_gateway.reports import Reports
@@ -76,9 +83,7 @@ class Gateway:
         self.clock = clock
         self.monotonic = monotonic
         self.models = settings.models()
-        self.prices = with_snapshots(
-            self.models, {**DEFAULT_PRICES, **parse_prices(settings.model_prices)}
-        )
+        self.prices = with_snapshots(self.models, configured_prices(settings))
         check_models_priced(self.models, self.prices)
         self.limits = settings.limits()
         self.cap_micros = micros(settings.daily_cap_usd)
@@ -107,6 +112,11 @@ class Gateway:
             prices=self.prices,
             cap_micros=self.cap_micros,
             configured=provider is not None,
+            # Issue 31: who runs each purpose's model, the residency, and whether a model can be
+            # called here (its provider configured, residency allowing it).
+            providers={p: provider_name(settings, m) for p, m in self.models.items()},
+            residency=settings.data_residency,
+            usable=lambda model: self.usable(model),
             clock=clock,
             monotonic=monotonic,
             local_holds=lambda day: self.slices.held_rows(day),
@@ -146,7 +156,12 @@ class Gateway:
     def check_settings(settings: Settings) -> None:
         """Raise on a configuration that must not start: unknown purpose, unpriced model."""
         models = settings.models()
-        check_models_priced(models, {**DEFAULT_PRICES, **parse_prices(settings.model_prices)})
+        check_models_priced(models, configured_prices(settings))
+
+    def usable(self, model: str) -> bool:
+        """Whether a call to `model` can be made here: its provider configured, and
+        LLM_DATA_RESIDENCY allowing it (issue 31)."""
+        return self.attempts.unusable("", model) is None
 
     # -- complete ------------------------------------------------------------------------------
 
@@ -335,3 +350,23 @@ class Gateway:
         if estimate is not None:
             reply.estimate_usd = usd(self.estimate_micros(estimate))
         return reply
+
+
+def configured_prices(settings: Settings) -> dict[str, ModelPrice]:
+    """The built-in prices, MODEL_PRICES over them, LLM_MODEL_PRICES last (issue 31).
+
+    PricingError when LLM_MODEL_PRICES is malformed or an `openai-compat/` model has no entry
+    (a self-hosted model has no list price to fall back on).
+    """
+    pairs = parse_price_pairs(settings.llm_model_prices)
+    check_local_models_priced(settings.models(), pairs)
+    return {**DEFAULT_PRICES, **parse_prices(settings.model_prices), **pairs}
+
+
+def provider_name(settings: Settings, model: str) -> str:
+    """Who runs `model`, as pages name it: Anthropic, or the self-hosted server's name."""
+    return display_name(
+        provider_kind(model),
+        settings.openai_compat_base_url,
+        settings.openai_compat_provider_name,
+    )

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from quiz_llm_gateway.call.openai_compat import OpenAICompatProvider
+from quiz_llm_gateway.call.provider import ProviderError
 from quiz_llm_gateway.domain.output import forced_tool
-from quiz_llm_gateway.provider import ProviderError
 from quiz_testkit.openai_stub import ChatReply, OpenAIStub
 
 SCHEMA = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}

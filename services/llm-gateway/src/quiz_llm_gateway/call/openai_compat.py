@@ -22,9 +22,7 @@ import openai
 from opentelemetry import trace
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
-from quiz_llm_gateway.domain.openai_chat import StructuredMode, chat_request, reply_blocks
-from quiz_llm_gateway.domain.providers import wire_model
-from quiz_llm_gateway.provider import (
+from quiz_llm_gateway.call.provider import (
     OUTAGE_STATUSES,
     RETRYABLE_STATUSES,
     ProviderError,
@@ -32,6 +30,8 @@ from quiz_llm_gateway.provider import (
     parse_retry_after,
     sanitize,
 )
+from quiz_llm_gateway.domain.openai_chat import StructuredMode, chat_request, reply_blocks
+from quiz_llm_gateway.domain.providers import wire_model
 from quiz_servicekit.telemetry import spans_recorded
 
 _tracer = trace.get_tracer("quiz.llm_gateway.openai_compat")

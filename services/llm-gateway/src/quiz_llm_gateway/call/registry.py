@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Protocol
 
+from quiz_llm_gateway.call.provider import ProviderError, ProviderReply
 from quiz_llm_gateway.domain.providers import ProviderKind, provider_kind
-from quiz_llm_gateway.provider import ProviderError, ProviderReply
 
 
 class ClosableProvider(Protocol):
