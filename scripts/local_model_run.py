@@ -9,7 +9,7 @@ Prints each reply, its tokens and the wall time, and /readyz's residency. docs/l
 "A manual run with a real small local model" says how to start a server and what was seen.
 
     uv run --no-sync python scripts/local_model_run.py --base-url http://127.0.0.1:8290/v1 \\
-        --model gemma3-270m [--structured tools|json_schema]
+        --model gemma3-270m [--structured tools|json_schema|json_object]
 """
 
 from __future__ import annotations
@@ -168,6 +168,8 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--base-url", default="http://127.0.0.1:8290/v1")
     parser.add_argument("--model", default="gemma3-270m")
-    parser.add_argument("--structured", default="tools", choices=["tools", "json_schema"])
+    parser.add_argument(
+        "--structured", default="tools", choices=["tools", "json_schema", "json_object"]
+    )
     args = parser.parse_args()
     asyncio.run(main(args.base_url, args.model, args.structured))

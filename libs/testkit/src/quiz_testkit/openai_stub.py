@@ -158,10 +158,13 @@ def forced_function(body: Mapping[str, Any]) -> Mapping[str, Any] | None:
 
 
 def response_schema(body: Mapping[str, Any]) -> Mapping[str, Any] | None:
-    """The schema of `response_format: {type: json_schema, json_schema: {schema}}`, if asked."""
+    """The schema of `response_format: {type: json_schema, json_schema: {schema}}` (or of the
+    older `{type: json_object, schema}` llama-cpp-python's server takes), if asked."""
     fmt = body.get("response_format")
     if isinstance(fmt, dict) and fmt.get("type") == "json_schema":
         return (fmt.get("json_schema") or {}).get("schema") or {}
+    if isinstance(fmt, dict) and fmt.get("type") == "json_object":
+        return fmt.get("schema") or {}
     return None
 
 

@@ -194,12 +194,13 @@ class Settings(ServiceSettings):
         validation_alias=_alias("OPENAI_COMPAT_API_KEY"),
         description="OPENAI_COMPAT_API_KEY: that server's key, if it asks one (vLLM --api-key).",
     )
-    openai_compat_structured: Literal["tools", "json_schema"] = Field(
+    openai_compat_structured: Literal["tools", "json_schema", "json_object"] = Field(
         default="tools",
         validation_alias=_alias("OPENAI_COMPAT_STRUCTURED"),
         description=(
             "How structured output goes to that server: `tools` (a forced function call) or "
-            "`json_schema` (response_format); validated alike."
+            "`json_schema` (response_format), or `json_object` (response_format with a schema, "
+            "for llama-cpp-python's server); validated alike."
         ),
     )
     openai_compat_provider_name: str | None = Field(

@@ -263,12 +263,13 @@ async def test_an_explicit_zero_price_is_free_and_still_counted(
     assert reply.usage.cost_usd == 0 and reply.usage.input_tokens > 0
 
 
-async def test_the_json_schema_mode_reads_response_format_replies(
-    make_settings: Any, nc: NATS, local: OpenAIStub
+@pytest.mark.parametrize("mode", ["json_schema", "json_object"])
+async def test_the_response_format_modes_read_the_reply_text(
+    make_settings: Any, nc: NATS, local: OpenAIStub, mode: str
 ) -> None:
-    settings = make_settings(openai_compat_structured="json_schema", data_residency="local")
+    settings = make_settings(openai_compat_structured=mode, data_residency="local")
     async with serve_app(create_app(settings), settings):
         local.script(ChatReply.call({"choices": ["4", "5"]}))
         reply = await ask(nc, subjects.LLM_COMPLETE, complete_request(), CompleteReply)
     assert reply.output == {"choices": ["4", "5"]}
-    assert local.requests[0].body["response_format"]["type"] == "json_schema"
+    assert local.requests[0].body["response_format"]["type"] == mode

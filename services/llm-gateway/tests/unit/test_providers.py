@@ -114,6 +114,16 @@ def test_json_schema_mode_asks_response_format_and_reads_the_text_as_the_tool_in
     assert stop == "end_turn"
 
 
+def test_json_object_mode_is_the_older_response_format_read_alike() -> None:
+    body = chat_request(
+        model="m", system=None, messages=[], tools=[TOOL], max_tokens=5, mode="json_object"
+    )
+    assert body["response_format"] == {"type": "json_object", "schema": SCHEMA}
+    assert "tools" not in body
+    blocks, _ = reply_blocks({"content": '{"n": 4}'}, "stop", "count", "json_object")
+    assert read_tool_output(blocks, "count", cached_validator(SCHEMA)) == {"n": 4}
+
+
 def test_length_is_a_cut_reply_and_a_call_reads_as_a_tool_use() -> None:
     message = {
         "content": None,
@@ -131,7 +141,7 @@ def test_length_is_a_cut_reply_and_a_call_reads_as_a_tool_use() -> None:
     )
 
 
-@pytest.mark.parametrize("mode", ["tools", "json_schema"])
+@pytest.mark.parametrize("mode", ["tools", "json_schema", "json_object"])
 def test_the_second_attempt_tells_the_model_what_was_wrong_in_chat_terms(mode: Any) -> None:
     arguments = '{"n": "three"}' if mode == "tools" else None
     message: dict[str, Any] = (

@@ -13,6 +13,8 @@ Structured output goes out one of two ways (OPENAI_COMPAT_STRUCTURED):
 - `json_schema`: `response_format: {type: json_schema}` with the tool's schema; the reply's
   text, parsed, becomes that `tool_use` block (servers whose function calling is weak but whose
   grammar-constrained decoding is sound, e.g. llama.cpp's).
+- `json_object`: `response_format: {type: json_object, schema}`, the older form that
+  llama-cpp-python's server takes (it refuses `json_schema` with a 500), read as `json_schema`.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from __future__ import annotations
 import json
 from typing import Any, Literal
 
-StructuredMode = Literal["tools", "json_schema"]
+StructuredMode = Literal["tools", "json_schema", "json_object"]
 
 # finish_reason → the stop_reason the gateway judges by: `length` is a cut reply
 # (attempts._judge refuses a structured one as `cut`, as Anthropic's `max_tokens`).
@@ -68,7 +70,7 @@ def chat_messages(
         uses = [b for b in content if b.get("type") == "tool_use"]
         results = [b for b in content if b.get("type") == "tool_result"]
         if role == "assistant":
-            if mode == "json_schema":
+            if mode != "tools":
                 texts += [json.dumps(b.get("input"), ensure_ascii=False) for b in uses]
                 uses = []
             turn: dict[str, Any] = {"role": "assistant", "content": "\n".join(texts) or None}
@@ -136,11 +138,13 @@ def chat_request(
                 for t in tools
             ]
             body["tool_choice"] = {"type": "function", "function": {"name": forced["name"]}}
-        else:
+        elif mode == "json_schema":
             body["response_format"] = {
                 "type": "json_schema",
                 "json_schema": {"name": forced["name"], "schema": forced["input_schema"]},
             }
+        else:
+            body["response_format"] = {"type": "json_object", "schema": forced["input_schema"]}
     return body
 
 
@@ -158,7 +162,7 @@ def reply_blocks(
     blocks: list[dict[str, Any]] = []
     text = message.get("content")
     calls = message.get("tool_calls") or []
-    if forced is not None and mode == "json_schema":
+    if forced is not None and mode != "tools":
         if isinstance(text, str) and text.strip():
             blocks.append(
                 {
