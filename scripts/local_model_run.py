@@ -123,6 +123,19 @@ async def main(base_url: str, model: str, structured: str) -> None:
                     )
                     await call(
                         nc,
+                        "structured, cut (max_output_tokens=4)",
+                        CompleteRequest.model_validate(
+                            {
+                                "purpose": "generate",
+                                "user": "teacher-1",
+                                "messages": [{"role": "user", "content": "Choices for 2 + 2?"}],
+                                "output_schema": {"name": "choices", "json_schema": CHOICES},
+                                "max_output_tokens": 4,
+                            }
+                        ),
+                    )
+                    await call(
+                        nc,
                         "free text (assistant)",
                         CompleteRequest.model_validate(
                             {

@@ -93,6 +93,12 @@ async def test_finish_reason_length_is_the_cut_stop_reason(
     stub.script(ChatReply.call('{"n": ', finish_reason="length"))
     reply = await create(provider)
     assert reply.stop_reason == "max_tokens"
+    # llama-cpp-python's server says `tool_calls` for a call cut mid-arguments: the whole
+    # budget spent is read as cut all the same.
+    stub.script(ChatReply.call('{"n":', {"completion_tokens": 64}, finish_reason="tool_calls"))
+    assert (await create(provider)).stop_reason == "max_tokens"
+    stub.script(ChatReply.call({"n": 1}, {"completion_tokens": 63}))
+    assert (await create(provider)).stop_reason == "tool_use"
     stub.script(ChatReply.text("One, two", finish_reason="length"))
     text = await create(provider, tools=None)
     assert text.content == [{"type": "text", "text": "One, two"}]

@@ -69,13 +69,15 @@ def _bad_response(what: str) -> ProviderError:
 
 
 def read_completion(
-    data: Any, model: str, forced: str | None, mode: StructuredMode
+    data: Any, model: str, forced: str | None, mode: StructuredMode, max_tokens: int | None = None
 ) -> ProviderReply:
     """The parts of a chat completion (a decoded JSON object) the gateway uses.
 
     Usage from `usage.prompt_tokens` / `completion_tokens`; no usage, no choice: ProviderError
     `bad_response` (nothing can be billed from it). `model`: the gateway's id of the model
-    (`openai-compat/…`), which the ledger names.
+    (`openai-compat/…`), which the ledger names. A reply whose `completion_tokens` reached
+    `max_tokens` is read as cut (`max_tokens`) whatever its finish_reason: llama-cpp-python's
+    server answers a forced call cut mid-arguments with `tool_calls` (seen in the manual run).
     """
     if not isinstance(data, dict):
         raise _bad_response(type(data).__name__)
@@ -100,6 +102,8 @@ def read_completion(
         )
     except Exception as e:  # paid (usage read), but its content cannot be: settled, llm_failed
         blocks, stop, problem = [], None, f"{type(e).__name__}: {e}"[:200]
+    if max_tokens is not None and usage["completion_tokens"] >= max_tokens:
+        stop = "max_tokens"
     return ProviderReply(
         content=blocks,
         input_tokens=usage["prompt_tokens"],
@@ -238,5 +242,5 @@ class OpenAICompatProvider:
             data: Any = completion.model_dump(mode="json", exclude_unset=True)
         else:  # a 200 whose body was not JSON comes back as its text
             data = completion
-        reply = read_completion(data, model, forced, self.structured)
+        reply = read_completion(data, model, forced, self.structured, body.get("max_tokens"))
         return reply, str(data.get("id")) if isinstance(data, dict) else ""
