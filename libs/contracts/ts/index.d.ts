@@ -363,6 +363,16 @@ export interface AvailabilityReply {
    * When an open circuit retries.
    */
   retry_after_s: number | null;
+  /**
+   * Per purpose, who runs its model, as pages name it (issue 31): `Anthropic`, or the self-hosted OpenAI-compatible server's name (OPENAI_COMPAT_PROVIDER_NAME, else its base URL's host). Empty from a gateway older than issue 31.
+   */
+  providers: {
+    [k: string]: string | undefined;
+  };
+  /**
+   * LLM_DATA_RESIDENCY: `local` when only self-hosted models may be called (a purpose whose model is not local answers llm_not_configured).
+   */
+  residency: "any" | "local";
 }
 /**
  * `llm.v1.availability` request; purpose narrows the answer to one purpose.
@@ -2318,7 +2328,7 @@ export interface PollAiState {
    */
   model: string | null;
   /**
-   * Who runs that model, read from its id (`claude-…`: Anthropic); null unknown.
+   * Who runs that model, as the gateway names it (`AvailabilityReply.providers`: Anthropic, or the self-hosted server's name; issue 31), else read from its id (`claude-…`: Anthropic); null unknown.
    */
   provider: string | null;
   /**

@@ -222,6 +222,21 @@ class AvailabilityReply(WireModel):
     models: dict[Purpose, str] = Field(description="Per purpose, the model it calls.")
     remaining_usd: Usd
     retry_after_s: float | None = Field(default=None, description="When an open circuit retries.")
+    providers: dict[Purpose, str] = Field(
+        default_factory=dict,
+        description=(
+            "Per purpose, who runs its model, as pages name it (issue 31): `Anthropic`, or the "
+            "self-hosted OpenAI-compatible server's name (OPENAI_COMPAT_PROVIDER_NAME, else its "
+            "base URL's host). Empty from a gateway older than issue 31."
+        ),
+    )
+    residency: Literal["any", "local"] = Field(
+        default="any",
+        description=(
+            "LLM_DATA_RESIDENCY: `local` when only self-hosted models may be called (a purpose "
+            "whose model is not local answers llm_not_configured)."
+        ),
+    )
 
 
 class UsageRequest(WireModel):

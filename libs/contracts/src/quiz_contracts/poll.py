@@ -307,7 +307,11 @@ class PollAiState(CamelModel):
     provider: str | None = Field(
         default=None,
         max_length=200,
-        description="Who runs that model, read from its id (`claude-…`: Anthropic); null unknown.",
+        description=(
+            "Who runs that model, as the gateway names it (`AvailabilityReply.providers`: "
+            "Anthropic, or the self-hosted server's name; issue 31), else read from its id "
+            "(`claude-…`: Anthropic); null unknown."
+        ),
     )
     demo: bool = Field(
         default=False,

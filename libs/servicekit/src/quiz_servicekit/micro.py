@@ -140,6 +140,9 @@ async def start_micro_service(
         # nats-py counts an error only when the callback raises; ours answers errors from a
         # task, so it counts them itself (the Endpoint is the last one add_endpoint appended).
         stats.append(service._endpoints[-1])
+    # The subscriptions reach the server before the service says it listens: a request sent
+    # right after start-up would otherwise find no responders (a test asking at once did).
+    await nc.flush()
     return MicroService(service, tasks)
 
 

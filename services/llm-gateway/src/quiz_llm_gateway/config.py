@@ -218,6 +218,55 @@ class Settings(ServiceSettings):
         description="The retry_after_s of `unavailable` while the database cannot be reached.",
     )
 
+    # -- issue 31: the self-hosted OpenAI-compatible provider and data residency -------------
+    openai_compat_base_url: str | None = Field(
+        default=None,
+        validation_alias=_alias("OPENAI_COMPAT_BASE_URL"),
+        description=(
+            "OPENAI_COMPAT_BASE_URL: a self-hosted OpenAI-compatible server (vLLM, llama.cpp's "
+            "server, Ollama, LocalAI), e.g. http://llm.school.ch:8000/v1; it serves every "
+            "`openai-compat/<model>` of PURPOSE_MODELS."
+        ),
+    )
+    openai_compat_api_key: SecretStr | None = Field(
+        default=None,
+        validation_alias=_alias("OPENAI_COMPAT_API_KEY"),
+        description="OPENAI_COMPAT_API_KEY: that server's key, if it asks one (vLLM --api-key).",
+    )
+    openai_compat_structured: Literal["tools", "json_schema", "json_object"] = Field(
+        default="tools",
+        validation_alias=_alias("OPENAI_COMPAT_STRUCTURED"),
+        description=(
+            "How structured output goes to that server: `tools` (a forced function call) or "
+            "`json_schema` (response_format), or `json_object` (response_format with a schema, "
+            "for llama-cpp-python's server); validated alike."
+        ),
+    )
+    openai_compat_provider_name: str | None = Field(
+        default=None,
+        validation_alias=_alias("OPENAI_COMPAT_PROVIDER_NAME"),
+        description=(
+            "Who the pages say runs the self-hosted models (e.g. `Ollama`); default the base "
+            "URL's host."
+        ),
+    )
+    llm_model_prices: dict[str, Any] = Field(
+        default_factory=dict,
+        validation_alias=_alias("LLM_MODEL_PRICES"),
+        description=(
+            'LLM_MODEL_PRICES: {"model": [input, output]} USD per million tokens, merged last; '
+            "0 allowed; every openai-compat/ model needs one."
+        ),
+    )
+    data_residency: Literal["any", "local"] = Field(
+        default="any",
+        validation_alias=_alias("LLM_DATA_RESIDENCY"),
+        description=(
+            "LLM_DATA_RESIDENCY: `local` calls only the self-hosted server (never Anthropic); "
+            "a purpose whose model is not local answers llm_not_configured."
+        ),
+    )
+
     def journal_secret(self) -> bytes | None:
         """The journal key's bytes (the setting, else the file's first line), None when unset.
         ValueError for one shorter than 32 bytes."""
@@ -238,7 +287,12 @@ class Settings(ServiceSettings):
         return os.path.join(self.data_dir, "llm-gateway-journal")
 
     @field_validator(
-        "purpose_models", "model_prices", "rate_limits", "fallback_models", mode="before"
+        "purpose_models",
+        "model_prices",
+        "rate_limits",
+        "fallback_models",
+        "llm_model_prices",
+        mode="before",
     )
     @classmethod
     def _parse_json(cls, value: Any) -> Any:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from datetime import UTC, date, datetime
 from decimal import Decimal
+from typing import Literal
 
 from quiz_contracts.errors import ErrorCode
 from quiz_contracts.llm import (
@@ -45,6 +46,9 @@ class Reports:
         monotonic: Callable[[], float],
         local_holds: Callable[[date], list[HeldRow]] = lambda _day: [],
         chain: Callable[[str], tuple[str, ...]] = lambda model: (model,),
+        providers: dict[str, str] | None = None,
+        residency: Literal["any", "local"] = "any",
+        usable: Callable[[str], bool] = lambda _model: True,
     ) -> None:
         self.repo = repo
         self.metrics = metrics
@@ -58,6 +62,11 @@ class Reports:
         self.monotonic = monotonic
         # This replica's holds against its slice of the cap (in memory, not rows: issue 24).
         self.local_holds = local_holds
+        # Issue 31: purpose → who runs its model; LLM_DATA_RESIDENCY; whether a model can be
+        # called here (its provider configured, residency allowing it).
+        self.providers = providers or {}
+        self.residency: Literal["any", "local"] = residency
+        self.usable = usable
 
     def today(self) -> date:
         """The budget day now."""
@@ -73,7 +82,7 @@ class Reports:
         state, retry = self._circuit(now, models.values())
         reason: ErrorCode | None = None
         retry_after: float | None = None
-        if not self.configured:
+        if not self.configured or not any(self.usable(m) for m in models.values()):
             reason = ErrorCode.llm_not_configured
         elif state is CircuitState.open:
             reason = ErrorCode.llm_failed
@@ -87,6 +96,8 @@ class Reports:
             models=models,
             remaining_usd=usd(remaining),
             retry_after_s=retry_after,
+            providers={p: self.providers[p.value] for p in models if p.value in self.providers},
+            residency=self.residency,
         )
 
     def _circuit(self, now: float, models: Iterable[str]) -> tuple[CircuitState, float]:

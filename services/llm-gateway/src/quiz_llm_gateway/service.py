@@ -48,6 +48,12 @@ from quiz_llm_gateway.domain.pricing import (
     usd,
     with_snapshots,
 )
+from quiz_llm_gateway.domain.providers import (
+    check_local_models_priced,
+    display_name,
+    parse_price_pairs,
+    provider_kind,
+)
 from quiz_llm_gateway.domain.share import platform_worst_case_micros
 from quiz_llm_gateway.metrics import GatewayMetrics
 from quiz_llm_gateway.reports import Reports
@@ -85,9 +91,7 @@ class Gateway:
         # priced at start (an Anthropic id always is; another provider's needs its own price).
         self.fallbacks = parse_fallbacks(settings.fallback_models)
         callable_models = {**self.models, **{m: m for m in fallback_models(self.fallbacks)}}
-        self.prices = with_snapshots(
-            callable_models, {**DEFAULT_PRICES, **parse_prices(settings.model_prices)}
-        )
+        self.prices = with_snapshots(callable_models, configured_prices(settings))
         check_models_priced(callable_models, self.prices)
         self.limits = settings.limits()
         self.cap_micros = micros(settings.daily_cap_usd)
@@ -118,6 +122,11 @@ class Gateway:
             cap_micros=self.cap_micros,
             configured=provider is not None,
             chain=self.chain,
+            # Issue 31: who runs each purpose's model, the residency, and whether a model can be
+            # called here (its provider configured, residency allowing it).
+            providers={p: provider_name(settings, m) for p, m in self.models.items()},
+            residency=settings.data_residency,
+            usable=lambda model: self.usable(model),
             clock=clock,
             monotonic=monotonic,
             local_holds=lambda day: self.slices.held_rows(day),
@@ -157,10 +166,9 @@ class Gateway:
 
     def chain(self, model: str) -> tuple[str, ...]:
         """The models that may answer a call of `model`, in order (LLM_FALLBACK_MODELS); under
-        LLM_DATA_RESIDENCY=local only the local ones (`domain.fallback.is_local`), so no
-        fallback leaves the school's servers. (The setting is gw-openai's, issue 31 item 4:
-        read here when it exists.)"""
-        local_only = getattr(self.settings, "data_residency", "any") == "local"
+        LLM_DATA_RESIDENCY=local only the local ones (`domain.providers.is_local`), so no
+        fallback leaves the school's servers."""
+        local_only = self.settings.data_residency == "local"
         return chain(model, self.fallbacks, local_only=local_only)
 
     def price(self, model: str) -> ModelPrice:
@@ -180,10 +188,12 @@ class Gateway:
         fallback table that is not `{model: [model, …]}`."""
         models = settings.models()
         fallbacks = fallback_models(parse_fallbacks(settings.fallback_models))
-        check_models_priced(
-            {**models, **{m: m for m in fallbacks}},
-            {**DEFAULT_PRICES, **parse_prices(settings.model_prices)},
-        )
+        check_models_priced({**models, **{m: m for m in fallbacks}}, configured_prices(settings))
+
+    def usable(self, model: str) -> bool:
+        """Whether a call to `model` can be made here: its provider configured, and
+        LLM_DATA_RESIDENCY allowing it (issue 31)."""
+        return self.attempts.unusable("", model) is None
 
     # -- complete ------------------------------------------------------------------------------
 
@@ -386,3 +396,28 @@ class Gateway:
         Anthropic id at the dearest)."""
         model = self.models[req.purpose.value]
         return platform_worst_case_micros(self.price(model), prompt_chars, req.max_output_tokens)
+
+
+def configured_prices(settings: Settings) -> dict[str, ModelPrice]:
+    """The built-in prices, MODEL_PRICES over them, LLM_MODEL_PRICES last (issue 31).
+
+    PricingError when LLM_MODEL_PRICES is malformed or an `openai-compat/` model a call may use
+    (a purpose's, or a fallback's) has a price in neither setting (a self-hosted model has no
+    list price to fall back on).
+    """
+    explicit = {
+        **parse_prices(settings.model_prices),
+        **parse_price_pairs(settings.llm_model_prices),
+    }
+    fallbacks = fallback_models(parse_fallbacks(settings.fallback_models))
+    check_local_models_priced({**settings.models(), **{m: m for m in fallbacks}}, explicit)
+    return {**DEFAULT_PRICES, **explicit}
+
+
+def provider_name(settings: Settings, model: str) -> str:
+    """Who runs `model`, as pages name it: Anthropic, or the self-hosted server's name."""
+    return display_name(
+        provider_kind(model),
+        settings.openai_compat_base_url,
+        settings.openai_compat_provider_name,
+    )

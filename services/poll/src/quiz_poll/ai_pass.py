@@ -54,7 +54,7 @@ from quiz_poll.domain.ai_run import (
     pass_running,
 )
 from quiz_poll.domain.masking import NameMask, name_mask, people_to_mask
-from quiz_poll.domain.provider import NO_MODEL, ModelSight
+from quiz_poll.domain.provider import NO_MODEL, RESIDENCY_LOCAL, ModelSight
 from quiz_poll.metrics import PollMetrics
 from quiz_poll.repository import PollRepository
 from quiz_servicekit.llm import LlmClient, LlmNotAnswered
@@ -149,7 +149,15 @@ class AiPasses:
         # That is "the gateway does not answer", not a provider failing.
         answered = bool(reply.models)
         reason = reply.reason.value if reply.reason is not None and answered else None
-        return ModelSight(reply.available, reply.models.get(Purpose.poll), reason)
+        if reason == ErrorCode.llm_not_configured.value and reply.residency == "local":
+            # Not a missing key: the gateway may call only self-hosted models (issue 31).
+            reason = RESIDENCY_LOCAL
+        return ModelSight(
+            reply.available,
+            reply.models.get(Purpose.poll),
+            reason,
+            named=reply.providers.get(Purpose.poll),
+        )
 
     async def state(self, live: LivePoll) -> PollAiState:
         """The board's AI part: a model callable, the switch, the run's calls and last error."""

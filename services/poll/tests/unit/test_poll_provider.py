@@ -12,7 +12,13 @@ import pytest
 from quiz_contracts.errors import ContractError, ErrorCode
 from quiz_contracts.poll import PollRevealBody
 from quiz_poll.domain.marks import default_settings
-from quiz_poll.domain.provider import DEMO_MODEL, NO_MODEL, ModelSight, provider_of
+from quiz_poll.domain.provider import (
+    DEMO_MODEL,
+    NO_MODEL,
+    RESIDENCY_LOCAL,
+    ModelSight,
+    provider_of,
+)
 from quiz_poll.domain.views import apply_switches
 
 
@@ -64,3 +70,21 @@ def test_a_spent_budget_or_a_failing_provider_says_so_and_no_key_is_asked(
 ) -> None:
     message = refusal(reason)
     assert said in message and "ANTHROPIC_API_KEY" not in message
+
+
+def test_the_gateways_name_for_the_provider_wins_over_the_ids_family() -> None:
+    """Issue 31: a self-hosted model is named as the gateway names its server."""
+    local = ModelSight(available=True, model="openai-compat/gemma3", named="llm.school.ch")
+    assert local.provider == "llm.school.ch"
+    assert ModelSight(available=True, model="claude-haiku-4-5", named="Anthropic").provider == (
+        "Anthropic"
+    )
+    # An older gateway names none: the id's family still does, and the demo is no provider.
+    assert ModelSight(available=True, model="openai-compat/gemma3").provider is None
+    assert ModelSight(available=True, model=DEMO_MODEL, named="Anthropic").provider is None
+
+
+def test_a_purpose_refused_by_local_residency_says_which_setting_and_asks_no_key() -> None:
+    message = refusal(RESIDENCY_LOCAL)
+    assert "LLM_DATA_RESIDENCY=local" in message and "openai-compat/<model>" in message
+    assert "ANTHROPIC_API_KEY" not in message

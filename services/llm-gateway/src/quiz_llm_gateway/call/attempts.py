@@ -46,6 +46,7 @@ from quiz_llm_gateway.domain.pricing import (
     worst_case_micros,
 )
 from quiz_llm_gateway.domain.prompt_cache import cacheable, write_premium_micros
+from quiz_llm_gateway.domain.providers import unusable
 from quiz_llm_gateway.metrics import GatewayMetrics
 from quiz_llm_gateway.settlement.ledger import Ledger
 
@@ -101,6 +102,11 @@ class Attempts:
         if self.provider is None:
             await self._refuse(call, ErrorCode.llm_not_configured)
             raise ContractError(ErrorCode.llm_not_configured, NOT_CONFIGURED_MESSAGE)
+        why = self.unusable(req.purpose.value, call.model)
+        if why is not None:
+            # Issue 31: residency forbids this model, or its provider has no key / base URL.
+            await self._refuse(call, ErrorCode.llm_not_configured)
+            raise ContractError(ErrorCode.llm_not_configured, why)
         validator = None
         if req.output_schema is not None:
             try:
@@ -189,6 +195,15 @@ class Attempts:
         """The ledger row of a call refused before any hold."""
         row = call.ledger_row(attempt=0, outcome="refused", now=self.clock(), error_code=code.value)
         await self.admissions.refuse(row)
+
+    def unusable(self, purpose: str, model: str) -> str | None:
+        """Why `purpose` may not call `model` here (LLM_DATA_RESIDENCY, or no provider for
+        it: `domain.providers.unusable`), None when it may."""
+        if self.provider is None:
+            return NOT_CONFIGURED_MESSAGE
+        serves = getattr(self.provider.provider, "serves", None)
+        served = serves(model) if serves is not None else True
+        return unusable(purpose, model, self.settings.data_residency, served)
 
     async def _attempt(
         self,

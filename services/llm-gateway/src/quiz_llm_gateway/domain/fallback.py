@@ -7,8 +7,8 @@ model then its fallbacks in order, each named once; a fallback's own fallbacks a
 followed (one list per model says the whole order).
 
 Data residency (issue 31 item 4, `LLM_DATA_RESIDENCY=local`): no fallback may cross to a
-provider that is not local. `is_local` is the hook: a model is local when it is served by the
-OpenAI-compatible provider (`openai-compat/<model>`, a server the school runs itself).
+provider that is not local (`domain.providers.is_local`: a model served by the OpenAI-compatible
+provider, `openai-compat/<model>`, a server the school runs itself).
 """
 
 from __future__ import annotations
@@ -16,17 +16,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-LOCAL_PREFIX = "openai-compat/"
+from quiz_llm_gateway.domain.providers import is_local
 
 
 class FallbackError(ValueError):
     """A fallback table that must not start (a start-up error)."""
-
-
-def is_local(model: str) -> bool:
-    """Whether `model` is answered by a provider the school runs (never leaves its servers):
-    `openai-compat/<model>` (the same rule as gw-openai's `domain.providers.is_local`)."""
-    return model.startswith(LOCAL_PREFIX) and len(model) > len(LOCAL_PREFIX)
 
 
 def parse_fallbacks(raw: Mapping[str, Any]) -> dict[str, tuple[str, ...]]:

@@ -1,10 +1,12 @@
-"""Who the poll's AI notices name (issue 34): read from the model the gateway reports.
+"""Who the poll's AI notices name (issues 34, 31): read from the gateway's availability reply.
 
 The gateway answers `llm.v1.availability` with the model it calls per purpose
-(`AvailabilityReply.models`); the poll's notices ("an AI model (…) reads the ideas") name that
-model's provider rather than a fixed one, and the pages say "demo" when the gateway is the
-demo's canned replies (`make run DEMO=1`: README "Demo mode", every purpose's model id is
-`demo-canned-replies`).
+(`AvailabilityReply.models`) and who runs it (`AvailabilityReply.providers`: `Anthropic`, or
+the school's own OpenAI-compatible server by its configured name, issue 31); the poll's notices
+("an AI model (…) reads the ideas") name that provider rather than a fixed one. A gateway older
+than issue 31 sends no providers: the model id's family names it then (`claude-…`). The pages
+say "demo" when the gateway is the demo's canned replies (`make run DEMO=1`: README "Demo
+mode", every purpose's model id is `demo-canned-replies`).
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from dataclasses import dataclass
 # quiz_testkit.demo_replies.DEMO_MODEL, which a service may not import).
 DEMO_MODEL = "demo-canned-replies"
 
-# A model id's family → who runs it. The gateway speaks Anthropic's Messages API; an id the
+# A model id's family → who runs it, for a gateway that does not say (no `providers`); an id the
 # table does not know names no provider (the pages then name the model itself).
 _PROVIDERS = (("claude-", "Anthropic"),)
 
@@ -27,6 +29,8 @@ class ModelSight:
     available: bool
     model: str | None = None
     reason: str | None = None  # the gateway's why-not: llm_not_configured, …; None unreachable
+    # Who runs `model` as the gateway names it (AvailabilityReply.providers); None: not said.
+    named: str | None = None
 
     @property
     def demo(self) -> bool:
@@ -35,8 +39,11 @@ class ModelSight:
 
     @property
     def provider(self) -> str | None:
-        """The provider of `model` ("Anthropic" for `claude-…`); None for the demo or unknown."""
-        return provider_of(self.model)
+        """Who runs `model`: the gateway's name for it, else its id's family ("Anthropic" for
+        `claude-…`); None for the demo or unknown."""
+        if self.demo:
+            return None
+        return self.named or provider_of(self.model)
 
 
 NO_MODEL = ModelSight(available=False)
@@ -52,11 +59,16 @@ def provider_of(model: str | None) -> str | None:
     return None
 
 
-# How to get a model, said by every "no model" refusal (issue 34): the key's name and the demo.
+# How to get a model, said by every "no model" refusal (issue 34): the key's name, the
+# self-hosted server's setting (issue 31) and the demo.
 HOW_TO_GET_ONE = (
-    "set ANTHROPIC_API_KEY for the llm-gateway, or start `make run DEMO=1` for the demo's "
-    "canned replies"
+    "set ANTHROPIC_API_KEY (or OPENAI_COMPAT_BASE_URL for a self-hosted model) for the "
+    "llm-gateway, or start `make run DEMO=1` for the demo's canned replies"
 )
+
+# The poll's own reason when the gateway refuses purpose poll under LLM_DATA_RESIDENCY=local
+# (the gateway says llm_not_configured and residency "local"): the fix is another model.
+RESIDENCY_LOCAL = "residency_local"
 
 
 def no_model_message(reason: str | None) -> str:
@@ -68,7 +80,11 @@ def no_model_message(reason: str | None) -> str:
         "llm_not_configured": "no provider key is configured",
         "llm_budget_exhausted": "today's model budget is spent (it renews tomorrow)",
         "llm_failed": "the provider is failing and the gateway paused its calls; try again soon",
+        RESIDENCY_LOCAL: (
+            "the llm-gateway may call only self-hosted models (LLM_DATA_RESIDENCY=local) and "
+            "the poll's model is not one; set PURPOSE_MODELS['poll'] to 'openai-compat/<model>'"
+        ),
     }.get(reason or "", "the llm-gateway does not answer")
-    if reason in ("llm_budget_exhausted", "llm_failed"):
+    if reason in ("llm_budget_exhausted", "llm_failed", RESIDENCY_LOCAL):
         return f"No model can be called right now: {why}."
     return f"No model can be called right now: {why}; {HOW_TO_GET_ONE}."
