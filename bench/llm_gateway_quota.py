@@ -1,5 +1,6 @@
 """What the quota on each reply costs (issue 31 item 6): CPU per `Repository.quota` read (one
-plain statement in a read transaction, what every paid reply now makes after its settle)
+plain statement in a read transaction, what every paid reply made after its settle until
+issue 31 point 6 took the quota from the settle and the rate check instead)
 against the `day_totals` read the reports make (compiled Core), on SQLite, in the same run,
 interleaved twice; prints µs per read and the ratio quota ÷ day_totals.
 

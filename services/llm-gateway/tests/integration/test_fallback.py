@@ -165,6 +165,34 @@ async def test_the_reply_tells_the_quota_left(make_rig: Any) -> None:
     assert night.remaining_calls is None and night.remaining_usd == Decimal("4.988")
 
 
+async def test_the_quota_comes_from_the_rate_check_and_the_settle_with_slices(
+    make_rig: Any,
+) -> None:
+    """Issue 31 item 6 without a read of its own: held in this replica's slice (the rate-only
+    check), the calls left are the check's count; remaining_usd is cap − spent − reserved as
+    the settle left the day row (the slice leased whole counts as held); a fallback after a
+    failed first attempt keeps the first admission's count (the same call, counted once)."""
+    rig = make_rig(
+        **DEFAULTS, rate_limits={"generate": 3}, fallback_models=FALLBACKS, provider_max_retries=0
+    )
+    usage = {"input_tokens": 1000, "output_tokens": 100}
+    rig.stub.script(*[StubReply.tool({"answer": "42"}, usage=usage) for _ in range(2)])
+    replies = [await rig.gateway.complete(request()) for _ in range(2)]
+    rig.stub.script(
+        StubReply.error(529, message="Overloaded"), StubReply.tool({"answer": "42"}, usage=usage)
+    )
+    replies.append(await rig.gateway.complete(request()))
+    assert [r.model for r in replies] == [PRIMARY, PRIMARY, FALLBACK]
+    assert [r.remaining_calls for r in replies] == [2, 1, 0]
+    totals = await rig.repo.day_totals(rig.gateway.today())
+    assert totals is not None and totals.reserved_micros > 0  # a slice is leased
+    left = Decimal(5) - (Decimal(totals.spent_micros + totals.reserved_micros) / 10**6)
+    assert replies[-1].remaining_usd == left
+    with pytest.raises(ContractError) as e:
+        await rig.gateway.complete(request())
+    assert e.value.code is ErrorCode.rate_limited
+
+
 async def test_the_assistants_share_refuses_first_and_writes_nothing(make_rig: Any) -> None:
     """LLM_ASSISTANT_SHARE (FACTS E2 shareAllows): the assistant's own spend + the worst case
     within share × cap. Its refusal is budget_exhausted with no ledger row; the others go on."""

@@ -45,14 +45,17 @@ async def test_concurrent_settles_commit_in_batches_and_a_bad_one_fails_alone(
         writer.settle(None, bad),
         return_exceptions=True,
     )
-    assert all(r is None for r in results[:60])
+    # Each settle answers its day's spent + reserved just after it (issue 31 item 6): one
+    # after another under the day row's lock, each 18 more than the one before.
+    assert sorted(results[:60]) == [18 * k for k in range(1, 61)]  # type: ignore[type-var]
     assert isinstance(results[60], Exception)
     rows = await rig.repo.ledger_rows()
     assert sorted(r["call_id"] for r in rows) == sorted(f"c{i}" for i in range(60))
     totals = await rig.repo.day_totals(day)
     assert totals is not None and totals.spent_micros == 60 * 18
-    # Written again (a replay): nothing changes.
-    await asyncio.gather(*[writer.settle(None, row(f"c{i}", day)) for i in range(60)])
+    # Written again (a replay): nothing changes, and each tells the day as it is.
+    again = await asyncio.gather(*[writer.settle(None, row(f"c{i}", day)) for i in range(60)])
+    assert again == [60 * 18] * 60
     assert (await rig.repo.day_totals(day)) == totals
     await writer.close()
 

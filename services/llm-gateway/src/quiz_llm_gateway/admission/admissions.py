@@ -12,7 +12,6 @@ checked first, for its calls alone (`assist`, `assistant`): its refusal is
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable
 from datetime import UTC, date, datetime
 from decimal import Decimal
@@ -30,9 +29,6 @@ from quiz_llm_gateway.domain.share import assistant_share_allows
 from quiz_llm_gateway.domain.slices import SliceSizing
 from quiz_llm_gateway.rows import Admission, AdmitArgs, Held, LedgerRow, RateKey, Repository
 from quiz_llm_gateway.settlement.ledger import Ledger
-
-# A reply's quota is read after its settle: past this, the reply goes without it.
-QUOTA_TIMEOUT_S = 1.0
 
 
 class Admissions:
@@ -80,11 +76,14 @@ class Admissions:
         worst_micros: int,
         deadline: float,
         now: float,
-    ) -> Held:
+    ) -> tuple[Held, int | None]:
         """Hold the attempt's worst case (`worst_micros`) under the cap, or refuse.
 
         `refusal`: the call's ledger row should it be refused (attempt 0, outcome `refused`;
-        the error code is the refusal's). `deadline`: monotonic seconds.
+        the error code is the refusal's). `deadline`: monotonic seconds. Returns the hold and,
+        when this attempt's rate was checked (attempt 1 with a per-person limit), the person's
+        calls left for the purpose in the window after this one (issue 31 item 6: from the
+        check's own count, no read of its own); else None.
         """
         await self.ledger.know_database()
         day = budget_day(datetime.fromtimestamp(now, UTC))
@@ -117,7 +116,7 @@ class Admissions:
 
         if sliced is not None:
             if rate is None:
-                return sliced  # no transaction before the provider request
+                return sliced, None  # no transaction before the provider request
             # The per-person limit stays exact across replicas (docs: Per-person limits): its
             # own short transaction, without the day row, not waiting for a WAL flush.
             try:
@@ -126,13 +125,13 @@ class Admissions:
                 self.slices.dropped(sliced)  # not admitted (database away, cancelled)
                 raise
             if admission.admitted:
-                return sliced
+                return sliced, calls_left(rate, admission)
             self.slices.dropped(sliced)
             self._refused(req, admission)
         held = Held(new_id(), day, worst_micros)
         admission = await self._admissions.submit(admit(held))
         if admission.admitted:
-            return held
+            return held, calls_left(rate, admission)
         self._refused(req, admission)
 
     async def _within_assistant_share(self, day: date, worst_micros: int, share: Decimal) -> None:
@@ -166,26 +165,16 @@ class Admissions:
                 "LLM_ASSISTANT_SHARE) cannot cover this call",
             )
 
-    async def quota(self, req: CompleteRequest, now: float) -> tuple[Decimal | None, int | None]:
-        """What the reply tells of the quota left after this call (issue 31 item 6): the day's
-        cap − spent − held (USD), and this person's calls left for the purpose in the rate
-        window (None without a per-person limit). (None, None) when the database cannot be
-        read — a journal holds writes it did not take, or the read takes longer than
-        QUOTA_TIMEOUT_S: a paid reply never fails, nor waits, for its quota."""
-        if self.ledger.maybe_pending():
-            return None, None
-        day = budget_day(datetime.fromtimestamp(now, UTC))
-        rate = self._rate_key(req)
-        try:
-            read = self.repo.quota(
-                day, rate.key if rate else None, now - self.settings.rate_window_s
-            )
-            # Shielded: a read abandoned here ends in its DB thread, harmlessly.
-            used, counted = await asyncio.wait_for(asyncio.shield(read), QUOTA_TIMEOUT_S)
-        except Exception:
-            return None, None
-        calls = max(rate.limit - counted, 0) if rate is not None else None
-        return usd(max(self.cap_micros - used, 0)), calls
+    def remaining_usd(self, used_micros: int | None) -> Decimal | None:
+        """The reply's remaining_usd (issue 31 item 6): cap − spent − held, from the day's
+        spent + reserved as its settle statement returned it (`Ledger.settle`) — a snapshot at
+        the settle: what every replica had committed on the day row before it, and this call.
+        Holds include this and other replicas' slices of the cap, leased whole. None when the
+        settle was journaled or a journal still holds writes the database did not take (its
+        day row understates the spend): a paid reply never waits for its quota."""
+        if used_micros is None or self.ledger.maybe_pending():
+            return None
+        return usd(max(self.cap_micros - used_micros, 0))
 
     def _refused(self, req: CompleteRequest, admission: Admission) -> NoReturn:
         """Raise the refusal of an admission: `rate_limited` with its wait, else the cap."""
@@ -219,3 +208,11 @@ class Admissions:
         await self.slices.close()
         await self._admissions.close()
         await self._rates.close()
+
+
+def calls_left(rate: RateKey | None, admission: Admission) -> int | None:
+    """The person's calls left in the window after this admitted one: its limit − the calls
+    its rate check counted before it − 1 (None without a check)."""
+    if rate is None or admission.counted is None:
+        return None
+    return max(rate.limit - admission.counted - 1, 0)

@@ -144,7 +144,9 @@ class Attempts:
         while True:
             attempt += 1
             try:
-                reply, output = await self._attempt(call, attempt, messages, tools, deadline, read)
+                reply, output, used = await self._attempt(
+                    call, attempt, messages, tools, deadline, read
+                )
             except ModelFailed as e:
                 following = self._next_model(call.model, models) if e.fallback else None
                 if following is None:
@@ -159,7 +161,6 @@ class Attempts:
                 self._switch(call, following)
                 continue
             if not isinstance(output, Unreadable):
-                remaining_usd, remaining_calls = await self.admissions.quota(req, self.clock())
                 return CompleteReply(
                     output=output,
                     model=call.model,
@@ -167,8 +168,8 @@ class Attempts:
                     attempts=attempt,
                     call_id=call.call_id,
                     stop_reason=reply.stop_reason,
-                    remaining_usd=remaining_usd,
-                    remaining_calls=remaining_calls,
+                    remaining_usd=self.admissions.remaining_usd(used),
+                    remaining_calls=call.calls_left,
                 )
             tries += 1
             self.metrics.child(self.metrics.parse_failures, req.purpose.value).inc()
@@ -213,13 +214,15 @@ class Attempts:
         tools: list[dict[str, Any]] | None,
         deadline: float,
         read: Callable[[list[dict[str, Any]]], Output],
-    ) -> tuple[ProviderReply, Output]:
-        """One readable-or-not answer under its own hold: admit, call (with retries), settle."""
+    ) -> tuple[ProviderReply, Output, int | None]:
+        """One readable-or-not answer under its own hold: admit, call (with retries), settle;
+        and the day's spent + reserved micro-USD after the settle (`Ledger.settle`, None when
+        journaled), the reply's remaining_usd without a read of its own (issue 31 item 6)."""
         assert self.provider is not None
         now = self.clock()
         worst = attempt_worst_case(call.price, call.request, messages, tools, model=call.model)
         refusal = call.ledger_row(attempt=0, outcome="refused", now=now)
-        held = await self.admissions.admit(
+        held, calls_left = await self.admissions.admit(
             call.request,
             call.call_id,
             refusal,
@@ -229,6 +232,9 @@ class Attempts:
             now=now,
         )
         call.attempts = attempt
+        if attempt == 1:
+            # The first admission's rate check is the call's (later attempts do not count).
+            call.calls_left = calls_left
         began = self.monotonic()
         try:
             reply, requests = await self.provider.call(call, messages, tools, deadline)
@@ -272,7 +278,7 @@ class Attempts:
             error_code=None if outcome in ("ok", "unreadable") else ErrorCode.llm_failed.value,
         )
         try:
-            await self.ledger.settle(held, row)
+            used = await self.ledger.settle(held, row)
         finally:
             # Durable (database or journal): the cost leaves this replica's slice too.
             self.slices.settled(held, cost)
@@ -294,7 +300,7 @@ class Attempts:
             )
         if outcome == "error":
             raise ContractError(ErrorCode.llm_failed, "the model's reply could not be read")
-        return reply, readable
+        return reply, readable, used
 
     @staticmethod
     def _judge(

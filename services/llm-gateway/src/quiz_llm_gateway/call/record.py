@@ -30,6 +30,9 @@ class CallRecord:
     cost_micros: int = 0
     attempts: int = 0  # admitted attempts (1, or 2 after an unreadable reply)
     requests: int = 0  # provider HTTP requests, retries included
+    # The person's calls left in the rate window after this call, as its first admission's
+    # rate check counted them (issue 31 item 6); None without a per-person limit.
+    calls_left: int | None = None
 
     def add(
         self, input_tokens: int, output_tokens: int, cache_read: int = 0, cache_write: int = 0

@@ -69,6 +69,16 @@ _REFUSAL_AT_LIMIT = "INSERT INTO llm_ledger ({}) SELECT {} FROM n WHERE n.c >= :
     ", ".join(LEDGER_COLUMNS), ", ".join(":" + c for c in LEDGER_COLUMNS)
 )
 
+# The tail of PostgreSQL's settle statements (issue 31 item 6): the day's spent + reserved
+# micro-USD just after this settle, the quota its reply tells without another read — the day
+# row as `upd` left it (under its row lock: every hold and settle committed before ours, on any
+# replica, and ours), else (a settle that changed no day row: a replay, a call that cost
+# nothing) as the statement's snapshot found it; 0 before the day's first call.
+_DAY_USED = (
+    "SELECT COALESCE((SELECT used FROM upd), (SELECT spent_micros + reserved_micros "
+    "FROM budget_days WHERE day = :hold_day), 0)"
+)
+
 # The statements of every call, as plain SQL valid on SQLite and PostgreSQL alike.
 HOT_SQL: dict[str, str] = {
     "ensure_day": (
@@ -88,7 +98,8 @@ HOT_SQL: dict[str, str] = {
     "unhold": "DELETE FROM reservations WHERE id = :id",
     "settle": (
         "UPDATE budget_days SET reserved_micros = reserved_micros - :released, "
-        "spent_micros = spent_micros + :cost WHERE day = :day"
+        "spent_micros = spent_micros + :cost WHERE day = :day "
+        "RETURNING spent_micros + reserved_micros"
     ),
     "ledger": _LEDGER_INSERT,
     # PostgreSQL only: the settle of a call held in a slice as one statement (issue 24).
@@ -97,11 +108,12 @@ HOT_SQL: dict[str, str] = {
         "RETURNING 1), "
         "lease AS (UPDATE cap_leases SET amount_micros = amount_micros - :lease_cost "
         "WHERE id = :lease_id AND amount_micros >= :lease_cost AND EXISTS (SELECT 1 FROM ins) "
-        "RETURNING 1) "
-        "UPDATE budget_days SET reserved_micros = reserved_micros - "
+        "RETURNING 1), "
+        "upd AS (UPDATE budget_days SET reserved_micros = reserved_micros - "
         "CASE WHEN EXISTS (SELECT 1 FROM lease) THEN :lease_cost ELSE 0 END, "
         "spent_micros = spent_micros + :cost_micros "
-        "WHERE day = :hold_day AND EXISTS (SELECT 1 FROM ins)"
+        "WHERE day = :hold_day AND EXISTS (SELECT 1 FROM ins) "
+        "RETURNING spent_micros + reserved_micros AS used) " + _DAY_USED
     ),
     # A settle may be written twice (a replayed journal entry, a commit whose answer was
     # lost): the second is a no-op, keyed by (call_id, attempt).
@@ -114,12 +126,13 @@ HOT_SQL: dict[str, str] = {
         "WITH ins AS (" + _LEDGER_INSERT + " ON CONFLICT (call_id, attempt) DO NOTHING "  # noqa: S608
         "RETURNING 1), "
         "gone AS (DELETE FROM reservations WHERE id = :hold_id AND EXISTS (SELECT 1 FROM ins) "
-        "RETURNING amount_micros) "
-        "UPDATE budget_days SET reserved_micros = reserved_micros - "
+        "RETURNING amount_micros), "
+        "upd AS (UPDATE budget_days SET reserved_micros = reserved_micros - "
         "COALESCE((SELECT SUM(amount_micros) FROM gone), 0), "
         "spent_micros = spent_micros + :cost_micros "
         "WHERE day = :hold_day AND EXISTS (SELECT 1 FROM ins) "
-        "AND (EXISTS (SELECT 1 FROM gone) OR :cost_micros > 0)"
+        "AND (EXISTS (SELECT 1 FROM gone) OR :cost_micros > 0) "
+        "RETURNING spent_micros + reserved_micros AS used) " + _DAY_USED
     ),
     # PostgreSQL only (issue 32): one rate check as one statement, under its key's lock (taken
     # by the statement before it, so this one's snapshot sees every earlier holder's events):
@@ -132,26 +145,22 @@ HOT_SQL: dict[str, str] = {
         "WHERE n.c < :limit RETURNING 1), "
         "refused AS (" + _REFUSAL_AT_LIMIT + " RETURNING 1) "
         "SELECT n.c < :limit, CASE WHEN n.c < :limit THEN NULL ELSE ARRAY(SELECT at FROM "
-        "rate_events WHERE key = :rate_key AND at > :since) END FROM n"
+        "rate_events WHERE key = :rate_key AND at > :since) END, n.c FROM n"
     ),
     "rate_lock": "SELECT pg_advisory_xact_lock(hashtextextended(:key, 0))",
     # Events that left the window are not read (the sweep deletes them): one statement less
     # per call than pruning the key first.
     "rate_times": "SELECT at FROM rate_events WHERE key = :key AND at > :since",
     "rate_insert": "INSERT INTO rate_events (key, at) VALUES (:key, :at)",
-    # Issue 31: the quota a reply tells, in one statement after its settle — the day's spent +
-    # reserved, and the person's calls in the rate window.
+    # Issue 31: the quota read in one statement — no longer on a reply's path (the settle and
+    # the rate check tell it, `Admission.counted`, `settle_many`); bench/llm_gateway_quota.py.
     "quota": (
         "SELECT (SELECT spent_micros + reserved_micros FROM budget_days WHERE day = :day), "
         "(SELECT COUNT(*) FROM rate_events WHERE key = :key AND at > :since)"
     ),
-    # The count and the insert in one statement (under the key's lock): a call admitted by its
-    # rate alone is one round trip.
-    "rate_admit": (
-        "INSERT INTO rate_events (key, at) SELECT CAST(:key AS VARCHAR(300)), "
-        "CAST(:at AS DOUBLE PRECISION) WHERE "
-        "(SELECT COUNT(*) FROM rate_events WHERE key = :key AND at > :since) < :limit"
-    ),
+    # SQLite's rate-only check (issue 31: the count is the reply's remaining_calls), then
+    # `rate_insert` under the limit: exact under its writer lock, taken at BEGIN IMMEDIATE.
+    "rate_count": "SELECT COUNT(*) FROM rate_events WHERE key = :key AND at > :since",
     # Issue 24: the rate-only transaction does not wait for its WAL flush (admit_rates), set
     # in the statement of the first key's lock.
     "rate_lock_async": (
@@ -264,11 +273,14 @@ class AdmitArgs:
 
 @dataclass(frozen=True, slots=True)
 class Admission:
-    """Whether a call was admitted; if not, the error code and when to retry."""
+    """Whether a call was admitted; if not, the error code and when to retry; the rate count."""
 
     admitted: bool
     refused: str | None = None
     retry_after_s: float | None = None
+    # The key's calls counted in its window before this one, when a rate was checked (issue 31:
+    # the reply's remaining_calls = limit − counted − 1, no read of its own).
+    counted: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -80,8 +80,9 @@ class HoldRows(RateRows):
 
     def _admit_in(self, conn: Connection, a: AdmitArgs) -> Admission:
         q = self._q
+        counted = None
         if a.rate is not None:
-            decision = self._rate_check(conn, a.rate, a.now)
+            decision, counted = self._rate_check(conn, a.rate, a.now)
             if not decision.allowed:
                 row = a.refusal.model_copy(update={"error_code": "rate_limited"})
                 conn.exec_driver_sql(q["ledger"], self._ledger_params(row))
@@ -116,7 +117,7 @@ class HoldRows(RateRows):
         if a.rate is not None:
             conn.exec_driver_sql(q["rate_insert"], {"key": a.rate.key, "at": a.now})
         after_commit(conn, lambda: self._days_created.add(held.day))
-        return Admission(True)
+        return Admission(True, counted=counted)
 
     @transaction
     def release_expired(self, conn: Connection, now: float) -> int:

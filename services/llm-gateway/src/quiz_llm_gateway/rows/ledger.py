@@ -23,17 +23,23 @@ from quiz_servicekit.db import pipeline, pipelined, read_only, transaction
 class LedgerRows(Tables):
     """Settles and the ledger read back."""
 
-    async def settle(self, held: Held | None, row: LedgerRow) -> None:
+    async def settle(self, held: Held | None, row: LedgerRow) -> int:
         """Release the hold, add the real cost and write the ledger row: one transaction.
 
         Without a hold (a refused call, cost 0) only the ledger row is written. Idempotent:
-        when the row of (call_id, attempt) is already there, nothing changes.
+        when the row of (call_id, attempt) is already there, nothing changes. Returns the
+        settle's day's spent + reserved micro-USD just after it (`settle_many`).
         """
-        await self.settle_many([(held, row)])
+        return (await self.settle_many([(held, row)]))[0]
 
-    async def settle_many(self, entries: list[tuple[Held | None, LedgerRow]]) -> None:
+    async def settle_many(self, entries: list[tuple[Held | None, LedgerRow]]) -> list[int]:
         """Several settles in one transaction (group commit), in day order so that two
         writers' batches never wait on each other's day rows in opposite orders.
+
+        Returns, for each entry in the order given, its day's spent + reserved micro-USD just
+        after its settle (issue 31 item 6: the reply's remaining_usd without another read) —
+        a snapshot under the day row's lock: every hold and settle committed before it, on any
+        replica, and the batch's earlier settles; 0 for a day without a row.
 
         On PostgreSQL one round trip (`_settle_many_pg`, issue 32), the batch's lease rows
         locked first, in id order, before any day row: a per-call settle earlier in the batch
@@ -41,14 +47,13 @@ class LedgerRows(Tables):
         return or an expiry of that slice (a deadlock).
         """
         if self.db.dialect == "postgresql":
-            await self._settle_many_pg(entries)
-        else:
-            await self._settle_many_lite(entries)
+            return await self._settle_many_pg(entries)
+        return await self._settle_many_lite(entries)
 
     @pipelined
     def _settle_many_pg(
         self, conn: Connection, entries: list[tuple[Held | None, LedgerRow]]
-    ) -> None:
+    ) -> list[int]:
         """Every settle of the batch as one statement (`settle_sliced`: data-modifying CTEs in
         the order of every other writer, lease row then day row; `settle_held`), sent in one
         pipeline after the days' rows (when not known to exist) and, for a batch of several,
@@ -56,7 +61,8 @@ class LedgerRows(Tables):
         with the server's synchronous_commit (on): the ledger row is on disk before the
         caller's reply — never lowered for a spend record."""
         q = self._q
-        ordered = sorted(entries, key=lambda e: (e[0] or e[1]).day)
+        order = sorted(range(len(entries)), key=lambda i: (entries[i][0] or entries[i][1]).day)
+        ordered = [entries[i] for i in order]
         days = sorted({(h or r).day for h, r in ordered} - self._days_created)
         statements: list[tuple[str, dict[str, Any]]] = [
             (q["ensure_day"], {"day": day, "cap": 0}) for day in days
@@ -80,22 +86,33 @@ class LedgerRows(Tables):
                     hold_day=(held or row).day,
                 )
                 statements.append((q["settle_held"], params))
-        pipeline(conn, statements)
+        sent = pipeline(conn, statements)
         self._days_created.update(days)
+        # The settles are the last len(entries) statements, in `order`: each answers its used.
+        used = [0] * len(entries)
+        for i, answer in zip(order, sent[len(sent) - len(entries) :], strict=True):
+            used[i] = int(answer.rows[0][0])
+        return used
 
     @transaction
     def _settle_many_lite(
         self, conn: Connection, entries: list[tuple[Held | None, LedgerRow]]
-    ) -> None:
+    ) -> list[int]:
         """SQLite: the settles in day order (its one writer lock makes any order safe; the
         order is PostgreSQL's, kept the same on both)."""
-        for held, row in sorted(entries, key=lambda e: (e[0] or e[1]).day):
-            self._settle_in(conn, held, row)
+        order = sorted(range(len(entries)), key=lambda i: (entries[i][0] or entries[i][1]).day)
+        used = [0] * len(entries)
+        for i in order:
+            used[i] = self._settle_in(conn, *entries[i])
+        return used
 
-    def _settle_in(self, conn: Connection, held: Held | None, row: LedgerRow) -> None:
+    def _settle_in(self, conn: Connection, held: Held | None, row: LedgerRow) -> int:
+        """One settle; returns its day's spent + reserved just after it (the `settle`
+        statement's RETURNING; read in the writer's transaction when no day row changed)."""
         q = self._q
+        day = held.day if held is not None else row.day
         if conn.exec_driver_sql(q["ledger_once"], self._ledger_params(row)).rowcount != 1:
-            return
+            return self._day_used(conn, day)
         released = 0
         if held is not None and held.lease_id is not None:
             # The cost leaves the slice for the spend; the rest of the hold stays in the slice
@@ -109,13 +126,18 @@ class LedgerRows(Tables):
             gone = conn.exec_driver_sql(q["unhold"], {"id": held.id})
             # A hold the sweep already expired was released there: never release twice.
             released = held.amount_micros if gone.rowcount == 1 else 0
-        if released or row.cost_micros:
-            day = held.day if held is not None else row.day
-            self._ensure_day(conn, day, 0)
-            conn.exec_driver_sql(
-                q["settle"],
-                {"released": released, "cost": row.cost_micros, "day": self.db.date_param(day)},
-            )
+        if not (released or row.cost_micros):
+            return self._day_used(conn, day)
+        self._ensure_day(conn, day, 0)
+        params = {"released": released, "cost": row.cost_micros, "day": self.db.date_param(day)}
+        return int(conn.exec_driver_sql(q["settle"], params).scalar_one())
+
+    def _day_used(self, conn: Connection, day: date) -> int:
+        """SQLite, in the settle's transaction (in process, no round trip): the day's spent +
+        reserved, 0 before its first call."""
+        params = {"day": self.db.date_param(day)}
+        found = conn.exec_driver_sql(self._q["day_row"], params).first()
+        return int(found[0]) + int(found[1]) if found is not None else 0
 
     @read_only
     def database_id(self, conn: Connection) -> str:
@@ -136,9 +158,10 @@ class LedgerRows(Tables):
     def quota(
         self, conn: Connection, day: date, rate_key: str | None, since: float
     ) -> tuple[int, int]:
-        """The quota a reply tells (issue 31 item 6), in one plain statement: the day's spent +
-        reserved micro-USD (0 before its first call), and the calls of `rate_key` counted in
-        its window (at > since; 0 without a key)."""
+        """The quota read on its own, in one plain statement: the day's spent + reserved
+        micro-USD (0 before its first call), and the calls of `rate_key` counted in its window
+        (at > since; 0 without a key). No call's path reads it (issue 31 point 6: a reply's
+        quota comes from its settle and its rate check); bench/llm_gateway_quota.py prices it."""
         params = {"day": self.db.date_param(day), "key": rate_key or "", "since": since}
         used, counted = conn.exec_driver_sql(self._q["quota"], params).one()
         return int(used or 0), int(counted) if rate_key is not None else 0

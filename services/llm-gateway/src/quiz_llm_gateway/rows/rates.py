@@ -71,9 +71,9 @@ class RateRows(Tables):
             if a.rate is None:
                 out.append(Admission(True))
                 continue
-            admitted, times = next(answers).rows[0]
+            admitted, times, counted = next(answers).rows[0]
             if admitted:
-                out.append(Admission(True))
+                out.append(Admission(True, counted=int(counted)))
                 continue
             decision = decide(list(times or []), a.rate.limit, a.now, a.rate.window_s)
             out.append(Admission(False, "rate_limited", decision.retry_after_s))
@@ -84,16 +84,19 @@ class RateRows(Tables):
             return Admission(True)
         rate, q = a.rate, self._q
         params = {"key": rate.key, "at": a.now, "since": a.now - rate.window_s}
-        if conn.exec_driver_sql(q["rate_admit"], {**params, "limit": rate.limit}).rowcount == 1:
-            return Admission(True)
+        counted = int(conn.exec_driver_sql(q["rate_count"], params).scalar_one())
+        if counted < rate.limit:
+            conn.exec_driver_sql(q["rate_insert"], params)
+            return Admission(True, counted=counted)
         times = [t for (t,) in conn.exec_driver_sql(q["rate_times"], params)]
         decision = decide(times, rate.limit, a.now, rate.window_s)
         row = a.refusal.model_copy(update={"error_code": "rate_limited"})
         conn.exec_driver_sql(q["ledger"], self._ledger_params(row))
         return Admission(False, "rate_limited", decision.retry_after_s)
 
-    def _rate_check(self, conn: Connection, rate: RateKey, now: float) -> RateDecision:
-        """Sliding log: fewer than `limit` events in (now - window, now] admits one more."""
+    def _rate_check(self, conn: Connection, rate: RateKey, now: float) -> tuple[RateDecision, int]:
+        """Sliding log: fewer than `limit` events in (now - window, now] admits one more; and
+        how many there were."""
         q = self._q
         if self.db.dialect == "postgresql":
             # Serialises the count-then-insert of one key across replicas.
@@ -101,7 +104,7 @@ class RateRows(Tables):
         since = now - rate.window_s
         params = {"key": rate.key, "since": since}
         times = [t for (t,) in conn.exec_driver_sql(q["rate_times"], params)]
-        return decide(times, rate.limit, now, rate.window_s)
+        return decide(times, rate.limit, now, rate.window_s), len(times)
 
     @transaction
     def prune_rate_events(self, conn: Connection, before: float) -> int:

@@ -23,6 +23,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable
+from typing import TypeVar
 
 from prometheus_client import Gauge
 
@@ -35,6 +36,7 @@ from quiz_llm_gateway.settlement.writer import SettleWriter
 from quiz_servicekit.tasks import TaskSet
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 # While a journal holds entries, a request id's claim first replays them, at most this often.
 CATCH_UP_EVERY_S = 1.0
 
@@ -67,14 +69,16 @@ class Ledger:
         self._tasks = TaskSet("ledger")
         self._file_pending = 0
 
-    async def settle(self, held: Held | None, row: LedgerRow) -> None:
+    async def settle(self, held: Held | None, row: LedgerRow) -> int | None:
         """Release `held`, add the row's cost and write it — in the database, or a journal.
 
         Returns once the entry is durable in one of them (or, all refusing, kept in memory);
         never raises. Runs to the end even when the caller is cancelled (a paid call's record
-        is never left half-way).
+        is never left half-way). Returns the day's spent + reserved micro-USD just after the
+        settle, as the database's settle statement answered it; None when it was journaled
+        (the database did not take it: its day row does not know this call).
         """
-        await self._durably(
+        return await self._durably(
             lambda: self.writer.settle(held, row), lambda: settle_entry(held, row), row.call_id
         )
 
@@ -96,27 +100,30 @@ class Ledger:
 
     async def _durably(
         self,
-        write: Callable[[], Awaitable[None]],
+        write: Callable[[], Awaitable[T]],
         entry: Callable[[], JournalEntry],
         call_id: str,
-    ) -> None:
+    ) -> T | None:
         # Its own task: the caller cancelled, the write still ends (in the database or a journal).
-        await asyncio.shield(self._tasks.spawn(self._write_or_journal(write, entry, call_id)))
+        return await asyncio.shield(
+            self._tasks.spawn(self._write_or_journal(write, entry, call_id))
+        )
 
     async def _write_or_journal(
         self,
-        write: Callable[[], Awaitable[None]],
+        write: Callable[[], Awaitable[T]],
         entry: Callable[[], JournalEntry],
         call_id: str,
-    ) -> None:
+    ) -> T | None:
+        """The write's result, or None once it was journaled instead."""
         try:
             # The write runs whole in a DB thread; when we stop waiting it may still commit
             # later, which the journal's replay then finds done (both writes are idempotent).
-            await asyncio.wait_for(asyncio.shield(write()), self.timeout_s)
-            return
+            return await asyncio.wait_for(asyncio.shield(write()), self.timeout_s)
         except Exception as e:
             log.warning("write of call %s not taken (%s): journaled", call_id, type(e).__name__)
         await self._journal(entry())
+        return None
 
     async def _journal(self, entry: JournalEntry) -> None:
         """JetStream, else the local file, else memory; never raises."""
@@ -144,9 +151,9 @@ class Ledger:
             write = self.repo.finish_request(
                 r.key, r.digest, r.call_id, r.reply.model_dump_json(), r.until, self.clock()
             )
+            await asyncio.wait_for(write, self.timeout_s)
         else:
-            write = self.repo.settle(*settle_of(entry))
-        await asyncio.wait_for(write, self.timeout_s)
+            await asyncio.wait_for(self.repo.settle(*settle_of(entry)), self.timeout_s)
 
     async def _apply_or_promote(self, entry: JournalEntry) -> None:
         """A local entry goes to the database, or else to JetStream (durable beyond us)."""

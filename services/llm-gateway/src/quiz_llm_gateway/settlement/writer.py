@@ -15,19 +15,16 @@ from quiz_servicekit.group_commit import GroupCommit
 SettleEntry = tuple[Held | None, LedgerRow]
 
 
-class SettleWriter(GroupCommit[SettleEntry, None]):
+class SettleWriter(GroupCommit[SettleEntry, int]):
     """Settles (hold released, cost added, ledger row) in batches."""
 
     def __init__(self, repo: Repository) -> None:
-        async def one(entry: SettleEntry) -> None:
-            await repo.settle(*entry)
+        async def one(entry: SettleEntry) -> int:
+            return await repo.settle(*entry)
 
-        async def many(entries: list[SettleEntry]) -> list[None]:
-            await repo.settle_many(entries)
-            return [None] * len(entries)
+        super().__init__("settle", repo.settle_many, one=one)
 
-        super().__init__("settle", many, one=one)
-
-    async def settle(self, held: Held | None, row: LedgerRow) -> None:
-        """Write one settle; returns once it committed."""
-        await self.submit((held, row))
+    async def settle(self, held: Held | None, row: LedgerRow) -> int:
+        """Write one settle; returns once it committed, with its day's spent + reserved
+        micro-USD just after it (`Repository.settle_many`)."""
+        return await self.submit((held, row))
