@@ -67,9 +67,7 @@ def output_format(schema: dict[str, Any]) -> dict[str, Any]:
     return {"type": "json_schema", "schema": schema}
 
 
-def sent_tools(
-    model: str, tools: list[dict[str, Any]] | None
-) -> list[dict[str, Any]] | None:
+def sent_tools(model: str, tools: list[dict[str, Any]] | None) -> list[dict[str, Any]] | None:
     """The tools a request to `model` carries: the forced tool on the tool path, none on the
     json_schema path (its schema goes in `output_config.format`). Also the tools of the
     stable prefix prompt caching marks (`domain.prompt_cache`): on the json_schema path
