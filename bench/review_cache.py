@@ -1,6 +1,8 @@
 """Prompt caching on a review night (issue 31 point 2): input cost per question, with ÷ without.
 
-Run: `uv run python bench/review_cache.py [--questions 20] [--model claude-sonnet-4-6]`.
+Run: `uv run python bench/review_cache.py [--questions 20] [--model claude-sonnet-4-6]` (the
+model defaults to the gateway's, claude-sonnet-5-5: structured output as `output_config.format`,
+so the marked prefix is the system prompt alone).
 
 A nats-server of its own, the testkit's Anthropic stub in this process (it reports caching as
 Anthropic does: a prefix marked cacheable, at least the model's minimum, is written the first
@@ -29,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from quiz_contracts.llm import CompleteReply
-from quiz_llm_gateway.domain.pricing import DEFAULT_PRICES
+from quiz_llm_gateway.domain.pricing import DEFAULT_PRICES, PLATFORM_DEFAULT_MODEL
 from quiz_review.domain.prompt import review_request
 from quiz_servicekit.llm import LlmClient
 from quiz_testkit.anthropic_stub import AnthropicStub, StubReply
@@ -157,7 +159,7 @@ async def bench(args: argparse.Namespace) -> None:
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--questions", type=int, default=20)
-    p.add_argument("--model", default="claude-sonnet-4-6", choices=sorted(DEFAULT_PRICES))
+    p.add_argument("--model", default=PLATFORM_DEFAULT_MODEL, choices=sorted(DEFAULT_PRICES))
     asyncio.run(bench(p.parse_args()))
 
 

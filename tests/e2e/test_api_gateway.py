@@ -140,7 +140,10 @@ def test_code_question_generated_and_settled_through_the_api_gateway(
     # The model saw the draft as data, and nothing but the draft: no name, no token.
     sent = stub.requests[-1]
     assert "teacher-e2e" not in str(sent.body)
-    assert sent.body["tool_choice"] == {"type": "tool", "name": "propose_code"}
+    # The default model (claude-sonnet-5-5) refuses a forced tool: the schema goes as
+    # output_config.format.
+    assert "tool_choice" not in sent.body
+    assert sent.body["output_config"]["format"]["type"] == "json_schema"
 
 
 def test_access_is_checked_behind_the_gateway(platform: tuple[str, SigningKeys]) -> None:

@@ -720,3 +720,65 @@ def test_prompt_cache_breakpoint_on_the_last_tool(
     # reset() forgets the cache too.
     stub.reset()
     assert usage(3).cache_creation_input_tokens == first.cache_creation_input_tokens
+
+
+@pytest.mark.parametrize(
+    "model", ["claude-sonnet-5-5", "claude-opus-5-5", "claude-sonnet-5-5-20261001"]
+)
+@pytest.mark.parametrize("choice", [{"type": "tool", "name": "propose_choices"}, {"type": "any"}])
+def test_a_forced_tool_to_a_model_that_refuses_it_is_a_400(
+    stub: AnthropicStub, client: anthropic.Anthropic, model: str, choice: dict[str, Any]
+) -> None:
+    """As the real API ("What's new in Claude Sonnet 5.5": forced tool use returns an error);
+    the refused request does not eat the scripted reply meant for the next one."""
+    stub.script(StubReply.tool({"x": "kept"}))
+    with pytest.raises(anthropic.BadRequestError) as info:
+        client.messages.create(
+            model=model,
+            max_tokens=64,
+            messages=[{"role": "user", "content": "Make choices."}],
+            tools=[OTHER_TOOL, CHOICES_TOOL],  # type: ignore[list-item]
+            tool_choice=choice,  # type: ignore[arg-type]
+        )
+    assert info.value.status_code == 400
+    assert info.value.body["error"]["type"] == "invalid_request_error"  # type: ignore[index]
+    assert "not supported for this model" in info.value.message
+    assert stub.pending == 1
+
+
+def test_a_forced_tool_to_an_older_model_is_answered(
+    stub: AnthropicStub, client: anthropic.Anthropic
+) -> None:
+    for model in ("claude-sonnet-4-6", "claude-haiku-4-5"):
+        stub.script(StubReply.tool({"x": "y"}))
+        message = client.messages.create(
+            model=model,
+            max_tokens=64,
+            messages=[{"role": "user", "content": "x"}],
+            tools=[OTHER_TOOL],  # type: ignore[list-item]
+            tool_choice={"type": "tool", "name": "other"},
+        )
+        assert message.content[0].type == "tool_use"
+
+
+def test_a_scripted_structured_answer_comes_back_as_json_text_to_output_config(
+    stub: AnthropicStub, client: anthropic.Anthropic
+) -> None:
+    schema = {"type": "object", "properties": {"x": {"type": "string"}}}
+    stub.script(
+        StubReply.tool({"x": "y"}),
+        StubReply.malformed_tool({"x": 1}),
+        StubReply.tool({"x": "cut"}, stop_reason="max_tokens"),
+    )
+    replies = [
+        client.messages.create(
+            model="claude-sonnet-5-5",
+            max_tokens=64,
+            messages=[{"role": "user", "content": "x"}],
+            output_config={"format": {"type": "json_schema", "schema": schema}},
+        )
+        for _ in range(3)
+    ]
+    texts = [json.loads(r.content[0].text) for r in replies]  # type: ignore[union-attr]
+    assert texts == [{"x": "y"}, {"x": 1}, {"x": "cut"}]
+    assert [r.stop_reason for r in replies] == ["end_turn", "end_turn", "max_tokens"]

@@ -27,6 +27,7 @@ from quiz_testkit.threaded_server import ThreadedServer
 
 __all__ = [
     "CACHE_MIN_TOKENS",
+    "FORCED_TOOL_REFUSED",
     "AnthropicStub",
     "RecordedRequest",
     "StubReply",
@@ -241,11 +242,26 @@ def estimate_input_tokens(body: Mapping[str, Any]) -> int:
 
 # The minimum cacheable prefix per model (Anthropic's prompt-caching page); others: 1,024.
 CACHE_MIN_TOKENS: dict[str, int] = {
+    "claude-sonnet-5-5": 512,
     "claude-haiku-4-5": 4096,
     "claude-opus-4-5": 4096,
     "claude-opus-4-6": 4096,
 }
 DEFAULT_CACHE_MIN_TOKENS = 1024
+# Models that answer a forced tool_choice ({"type": "tool"} or {"type": "any"}) with 400
+# ("What's new in Claude Sonnet 5.5" / "... Opus 5.5": forced tool use returns an error);
+# dated variants (`<id>-…`) too. They take structured output as `output_config.format`.
+FORCED_TOOL_REFUSED: frozenset[str] = frozenset(
+    {"claude-sonnet-5-5", "claude-opus-5-5", "claude-fable-5-1"}
+)
+FORCED_TOOL_MESSAGE = 'tool_choice: type "tool" and "any" are not supported for this model.'
+
+
+def refuses_forced_tool(model: str) -> bool:
+    """Whether `model` (or the model it is a dated variant of) refuses a forced tool_choice."""
+    return any(model == m or model.startswith(f"{m}-") for m in FORCED_TOOL_REFUSED)
+
+
 # An entry lives 5 minutes from its last use (`cache_control: {"type": "ephemeral"}`).
 CACHE_TTL_S = 300.0
 
@@ -735,8 +751,21 @@ class AnthropicStub(ThreadedServer):
             if self.record_requests:
                 self._requests.append(RecordedRequest(body, dict(request.headers)))
             missing = [k for k in ("model", "max_tokens", "messages") if k not in body]
+            choice = body.get("tool_choice")
+            refused = (
+                not missing
+                and isinstance(choice, dict)
+                and choice.get("type") in ("tool", "any")
+                and refuses_forced_tool(str(body.get("model")))
+            )
             # A request the real API rejects must not eat a scripted reply meant for the retry.
-            reply = None if missing else (self._script.popleft() if self._script else self.default)
+            reply = (
+                None
+                if missing or refused
+                else (self._script.popleft() if self._script else self.default)
+            )
+        if refused:
+            return _error_response(400, "invalid_request_error", FORCED_TOOL_MESSAGE, request_id)
         if reply is None:
             message = f"{missing[0]}: Field required"
             return _error_response(400, "invalid_request_error", message, request_id)
@@ -867,6 +896,11 @@ class AnthropicStub(ThreadedServer):
                 reply = StubReply.text(_dumps(minimal_instance(schema)))
             else:
                 reply = StubReply.text(AUTO_TEXT)
+        if reply.kind in ("tool", "malformed_tool") and forced is None and _output_schema(body):
+            # Structured outputs answer in a text block of JSON: a scripted structured answer
+            # (valid or not) comes back that way to a json_schema request.
+            stop = "max_tokens" if reply.stop_reason == "max_tokens" else "end_turn"
+            return [{"type": "text", "text": _dumps(reply.payload)}], stop
         if reply.kind == "text":
             return [{"type": "text", "text": reply.payload}], reply.stop_reason
         tools = body.get("tools") or [{}]

@@ -135,8 +135,9 @@ async def test_mcq_fills_the_empty_row_and_demotes_a_second_key(
     assert body["draft_hash"] == draft_hash(MCQ_DRAFT, "")
     assert body["incomplete"] is None
     sent = last_request_body(stub)
-    assert sent["tool_choice"]["type"] == "tool"
-    schema = sent["tools"][0]["input_schema"]
+    # The default model (claude-sonnet-5-5) takes the schema as output_config.format, no tool.
+    assert "tool_choice" not in sent and sent["output_config"]["format"]["type"] == "json_schema"
+    schema = sent["output_config"]["format"]["schema"]
     assert set(schema["properties"]) == {"proposal", "explanation"}
     assert set(schema["properties"]["proposal"]["properties"]) == {"choices"}
 

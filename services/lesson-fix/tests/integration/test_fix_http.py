@@ -73,7 +73,8 @@ async def test_a_first_try_that_passes(
     assert [(c.response, c.secret != "") for c in siteverify.calls] == [("tok-first", True)]
     assert len(stub.requests) == 1
     sent = stub.requests[0].body
-    assert sent["tools"][0]["input_schema"] == FIX_SCHEMA
+    # The default model (claude-sonnet-5-5) takes the schema as output_config.format.
+    assert sent["output_config"]["format"] == {"type": "json_schema", "schema": FIX_SCHEMA}
     first = text_of(messages(stub, 0)[0])
     assert '<problem code="E_GROUNDING_SINGLE">' in first
     assert '"travailleuses"' in first  # the checker's own message, naming the value

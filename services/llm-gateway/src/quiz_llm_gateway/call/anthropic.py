@@ -34,6 +34,7 @@ from quiz_llm_gateway.call.provider import (
     sanitize,
 )
 from quiz_llm_gateway.domain.prompt_cache import cacheable, marked
+from quiz_llm_gateway.domain.structured import output_format, sent_tools
 from quiz_servicekit.telemetry import spans_recorded
 
 _tracer = trace.get_tracer("quiz.llm_gateway.provider")
@@ -266,20 +267,29 @@ class AnthropicProvider:
     ) -> ProviderReply:
         """One Messages API request; raises ProviderError on any failure.
 
-        `effort` goes out as `output_config.effort` when the model reports that level.
+        `tools` is the structured output's forced tool (or None): sent as such, or as
+        `output_config.format` (its `input_schema`) to a model on the json_schema path
+        (`domain.structured`). `effort` goes out as `output_config.effort` when the model
+        reports that level.
         """
         body: dict[str, Any] = {"max_tokens": max_tokens, "messages": messages, "model": model}
         if effort is not None and effort in await self.effort_levels(model):
             body["output_config"] = {"effort": effort}
         sent_system: str | list[dict[str, Any]] | None = system
-        if self.prompt_cache and cacheable(model, system, tools):
+        # Structured output per model (domain.structured): the forced tool, or the schema as
+        # `output_config.format` for a model that answers a forced tool_choice with 400.
+        forced = sent_tools(model, tools)
+        if tools and forced is None:
+            config = body.setdefault("output_config", {})
+            config["format"] = output_format(tools[0]["input_schema"])
+        if self.prompt_cache and cacheable(model, system, forced):
             # The stable prefix (tools, system) with its cache breakpoint: domain.prompt_cache.
-            sent_system, tools = marked(system, tools)
+            sent_system, forced = marked(system, forced)
         if sent_system:
             body["system"] = sent_system
-        if tools:
-            body["tools"] = tools
-            body["tool_choice"] = {"type": "tool", "name": tools[0]["name"]}
+        if forced:
+            body["tools"] = forced
+            body["tool_choice"] = {"type": "tool", "name": forced[0]["name"]}
         send = self._create_sdk if self.path == "sdk" else self._create_lean
         if not spans_recorded():
             # The span would be dropped at its start, and nothing carries its context onwards

@@ -35,6 +35,7 @@ from quiz_llm_gateway.domain.output import (
     Unreadable,
     cached_validator,
     forced_tool,
+    read_json_output,
     read_text_output,
     read_tool_output,
     retry_messages,
@@ -47,6 +48,7 @@ from quiz_llm_gateway.domain.pricing import (
 )
 from quiz_llm_gateway.domain.prompt_cache import cacheable, write_premium_micros
 from quiz_llm_gateway.domain.providers import unusable
+from quiz_llm_gateway.domain.structured import sent_tools
 from quiz_llm_gateway.metrics import GatewayMetrics
 from quiz_llm_gateway.settlement.ledger import Ledger
 
@@ -137,6 +139,9 @@ class Attempts:
 
         def read(content: list[dict[str, Any]]) -> Output:
             if tools is not None and validator is not None:
+                # The path of the model that answered (a fallback may take the other one).
+                if sent_tools(call.model, tools) is None:
+                    return read_json_output(content, validator)
                 return read_tool_output(content, tools[0]["name"], validator)
             return read_text_output(content)
 
@@ -351,8 +356,11 @@ def attempt_worst_case(
     prefix's bound once more at 0.25 × (a write costs 1.25 ×), marked or not by this replica's
     LLM_GATEWAY_PROMPT_CACHE, so the hold is ≥ any cost the provider can bill (issue 31).
     """
+    # The bound counts the forced tool on both structured paths: on the json_schema one the
+    # same schema goes out as `output_config.format` (domain.structured), so no fewer bytes.
     bound = estimate_input_tokens(req.system, messages, tools)
     worst = worst_case_micros(price, bound, req.max_output_tokens)
-    if cacheable(model, req.system, tools):
-        worst += write_premium_micros(price, req.system, tools)
+    prefix_tools = sent_tools(model, tools)
+    if cacheable(model, req.system, prefix_tools):
+        worst += write_premium_micros(price, req.system, prefix_tools)
     return worst

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import json
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -192,6 +193,34 @@ def read_tool_output(
             + "\nCall the tool again with a corrected input.",
             use.get("id"),
             data,
+        )
+    return data
+
+
+def read_json_output(
+    content: list[dict[str, Any]], validator: Draft202012Validator
+) -> dict[str, Any] | Unreadable:
+    """The validated JSON object of a json_schema reply's text (`output_config.format`,
+    `domain.structured`), or what was wrong with it, worded as `read_tool_output` words it."""
+    text = "".join(b.get("text", "") for b in content if b.get("type") == "text").strip()
+    if not text:
+        return Unreadable("Your reply was empty. Answer with the JSON object.")
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        return Unreadable(f"Your reply was not valid JSON ({exc}). Answer with the JSON object.")
+    if not isinstance(data, dict):
+        return Unreadable("Your reply was not a JSON object. Answer with a JSON object.")
+    errors = sorted(validator.iter_errors(data), key=lambda e: list(e.absolute_path))
+    if errors:
+        lines = [
+            f"- at {'/'.join(str(p) for p in e.absolute_path) or '(root)'}: {e.message}"
+            for e in errors[:MAX_ERRORS_REPORTED]
+        ]
+        return Unreadable(
+            "The JSON object did not match the schema:\n"
+            + "\n".join(lines)
+            + "\nAnswer again with a corrected JSON object."
         )
     return data
 

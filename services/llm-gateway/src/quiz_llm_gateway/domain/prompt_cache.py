@@ -7,7 +7,8 @@ from its last use. Its usage then splits the input in three:
 `cache_read_input_tokens` (read from it: 0.1 ×) and `input_tokens` (the rest: 1 ×).
 A prefix shorter than the model's minimum is not cached (no error, full price).
 
-The gateway marks the stable prefix — the system prompt, else the forced tool — when its
+The gateway marks the stable prefix — the system prompt, else the forced tool; on the
+json_schema path (`domain.structured`, no tools sent) the system prompt alone — when its
 estimate reaches the model's minimum (`cacheable`), and nothing else: the per-question text is
 the user message, after the mark, so the prefix is byte-identical from one call to the next.
 
@@ -40,11 +41,13 @@ CACHE_READ_MULTIPLIER: Final = Decimal("0.1")
 BYTES_PER_TOKEN: Final = 4
 
 # The minimum cacheable prompt length per model (Anthropic's prompt-caching page, as of
-# 2026-12): 1,024 tokens for the Sonnet 4.5/4.6/5 generation, 4,096 for Haiku 4.5 and Opus
-# 4.5/4.6. A model not listed (a Claude id we have no figure for) takes the largest known
-# minimum: marked later than it could be, never a mark that cannot take. Not a Claude id (an
-# OpenAI-compatible model): never marked.
+# 2026-12): 512 tokens for Sonnet 5.5 ("What's new in Claude Sonnet 5.5": down from Sonnet
+# 5's 1,024), 1,024 for the Sonnet 4.5/4.6/5 generation, 4,096 for Haiku 4.5 and Opus
+# 4.5/4.6. A model not listed (a Claude id we have no figure for: Opus 5.5's was not found
+# in the pages read) takes the largest known minimum: marked later than it could be, never
+# a mark that cannot take. Not a Claude id (an OpenAI-compatible model): never marked.
 CACHE_MIN_TOKENS: Final[dict[str, int]] = {
+    "claude-sonnet-5-5": 512,
     "claude-haiku-4-5": 4096,
     "claude-sonnet-4-5": 1024,
     "claude-sonnet-4-6": 1024,
