@@ -113,24 +113,7 @@ class Gateway:
             pending_gauge=metrics.journal_pending,
             monotonic=monotonic,
         )
-        self.reports = Reports(
-            repo,
-            metrics,
-            self.circuits,
-            models=self.models,
-            prices=self.prices,
-            cap_micros=self.cap_micros,
-            configured=provider is not None,
-            chain=self.chain,
-            # Issue 31: who runs each purpose's model, the residency, and whether a model can be
-            # called here (its provider configured, residency allowing it).
-            providers={p: provider_name(settings, m) for p, m in self.models.items()},
-            residency=settings.data_residency,
-            usable=lambda model: self.usable(model),
-            clock=clock,
-            monotonic=monotonic,
-            local_holds=lambda day: self.slices.held_rows(day),
-        )
+        self.reports = self._reports(configured=provider is not None)
         self.requests = RequestIds(
             repo,
             self.ledger,
@@ -162,6 +145,27 @@ class Gateway:
             monotonic=monotonic,
             chain=self.chain,
             price=self.price,
+        )
+
+    def _reports(self, *, configured: bool) -> Reports:
+        """The read side (availability, usage, gauges) over this gateway's models and state."""
+        return Reports(
+            self.repo,
+            self.metrics,
+            self.circuits,
+            models=self.models,
+            prices=self.prices,
+            cap_micros=self.cap_micros,
+            configured=configured,
+            chain=self.chain,
+            # Issue 31: who runs each purpose's model, the residency, and whether a model can be
+            # called here (its provider configured, residency allowing it).
+            providers={p: provider_name(self.settings, m) for p, m in self.models.items()},
+            residency=self.settings.data_residency,
+            usable=lambda model: self.usable(model),
+            clock=self.clock,
+            monotonic=self.monotonic,
+            local_holds=lambda day: self.slices.held_rows(day),
         )
 
     def chain(self, model: str) -> tuple[str, ...]:

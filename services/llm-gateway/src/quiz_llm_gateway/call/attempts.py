@@ -50,6 +50,7 @@ from quiz_llm_gateway.domain.prompt_cache import cacheable, write_premium_micros
 from quiz_llm_gateway.domain.providers import unusable
 from quiz_llm_gateway.domain.structured import sent_tools
 from quiz_llm_gateway.metrics import GatewayMetrics
+from quiz_llm_gateway.rows import Held
 from quiz_llm_gateway.settlement.ledger import Ledger
 
 log = logging.getLogger(__name__)
@@ -245,20 +246,7 @@ class Attempts:
             reply, requests = await self.provider.call(call, messages, tools, deadline)
             call.requests += requests
         except ProviderFailure as e:
-            call.requests += e.requests
-            row = call.ledger_row(
-                attempt=attempt,
-                outcome="provider_error",
-                now=now,
-                held=held,
-                error_code=ErrorCode.llm_failed.value,
-                requests=e.requests,
-                latency_s=self.monotonic() - began,
-            )
-            try:
-                await self.ledger.settle(held, row)
-            finally:
-                self.slices.settled(held, 0)
+            await self._settle_unpaid(call, attempt, held, e, now, began)
             raise ModelFailed(str(e), e.retry_after_s, fallback=e.fallback) from e
         # From here the provider was paid: every path settles before it answers or raises.
         cost = call.add(
@@ -287,15 +275,7 @@ class Attempts:
         finally:
             # Durable (database or journal): the cost leaves this replica's slice too.
             self.slices.settled(held, cost)
-        purpose = call.request.purpose.value
-        m = self.metrics
-        m.child(m.cost, purpose, call.model).inc(float(usd(cost)))
-        m.child(m.tokens, purpose, call.model, "input").inc(reply.input_tokens)
-        m.child(m.tokens, purpose, call.model, "output").inc(reply.output_tokens)
-        if reply.cache_read_input_tokens:
-            m.child(m.cache_tokens, call.model, "read").inc(reply.cache_read_input_tokens)
-        if reply.cache_creation_input_tokens:
-            m.child(m.cache_tokens, call.model, "write").inc(reply.cache_creation_input_tokens)
+        self._count(call, reply, cost)
         if outcome == "cut":
             budget = call.request.max_output_tokens
             raise ContractError(
@@ -306,6 +286,44 @@ class Attempts:
         if outcome == "error":
             raise ContractError(ErrorCode.llm_failed, "the model's reply could not be read")
         return reply, readable, used
+
+    async def _settle_unpaid(
+        self,
+        call: CallRecord,
+        attempt: int,
+        held: Held,
+        failure: ProviderFailure,
+        now: float,
+        began: float,
+    ) -> None:
+        """Settle an attempt the provider never answered: its hold released, cost 0, the
+        requests it made on the ledger row."""
+        call.requests += failure.requests
+        row = call.ledger_row(
+            attempt=attempt,
+            outcome="provider_error",
+            now=now,
+            held=held,
+            error_code=ErrorCode.llm_failed.value,
+            requests=failure.requests,
+            latency_s=self.monotonic() - began,
+        )
+        try:
+            await self.ledger.settle(held, row)
+        finally:
+            self.slices.settled(held, 0)
+
+    def _count(self, call: CallRecord, reply: ProviderReply, cost: int) -> None:
+        """A paid attempt's cost (USD) and tokens, by purpose and model; cache tokens by model."""
+        purpose = call.request.purpose.value
+        m = self.metrics
+        m.child(m.cost, purpose, call.model).inc(float(usd(cost)))
+        m.child(m.tokens, purpose, call.model, "input").inc(reply.input_tokens)
+        m.child(m.tokens, purpose, call.model, "output").inc(reply.output_tokens)
+        if reply.cache_read_input_tokens:
+            m.child(m.cache_tokens, call.model, "read").inc(reply.cache_read_input_tokens)
+        if reply.cache_creation_input_tokens:
+            m.child(m.cache_tokens, call.model, "write").inc(reply.cache_creation_input_tokens)
 
     @staticmethod
     def _judge(
