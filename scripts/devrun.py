@@ -493,7 +493,13 @@ def main() -> int:
             "          lessons: make token SUB=author-1 GRANTS='lessons=contributor'",
             "   review (owner): make token SUB=owner-1 GRANTS='pool:7=owner'",
         ]
-        if not env.get("ANTHROPIC_API_KEY"):
+        if env.get("LLM_DATA_RESIDENCY") == "local":
+            where = env.get("OPENAI_COMPAT_BASE_URL") or "no server (OPENAI_COMPAT_BASE_URL unset)"
+            notes.append(
+                f"LLM_DATA_RESIDENCY=local: only the self-hosted server is called ({where});\n"
+                "      a purpose on another provider's model answers llm_not_configured."
+            )
+        elif not env.get("ANTHROPIC_API_KEY"):
             notes.append(
                 "Without ANTHROPIC_API_KEY the gateway answers llm_not_configured.\n"
                 "      Set it for a model, or `make run DEMO=1` for canned replies without a key."
