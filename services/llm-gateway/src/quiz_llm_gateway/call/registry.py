@@ -13,25 +13,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Protocol
 
-from quiz_llm_gateway.call.provider import ProviderError, ProviderReply
+from quiz_llm_gateway.call.provider import Provider, ProviderError, ProviderReply
 from quiz_llm_gateway.domain.providers import ProviderKind, provider_kind
 
 
-class ClosableProvider(Protocol):
-    """A provider client the registry owns: `create` as the Provider protocol's, and `close`."""
-
-    async def create(
-        self,
-        *,
-        model: str,
-        system: str | None,
-        messages: list[dict[str, Any]],
-        tools: list[dict[str, Any]] | None,
-        max_tokens: int,
-        timeout_s: float,
-        purpose: str,
-        effort: str | None = None,
-    ) -> ProviderReply: ...
+class ClosableProvider(Provider, Protocol):
+    """A provider client the registry owns: the Provider protocol's `create`, and `close`."""
 
     async def close(self) -> None: ...
 
