@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
+import gc
+import io
 import os
 import secrets
 import shutil
@@ -50,6 +53,28 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     if made is not None:
         shutil.rmtree(made, ignore_errors=True)
         os.environ.pop("NATS_CREDENTIALS_DIR", None)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    """On pytest-timeout's failure (pyproject's `timeout`), the stack of every unfinished
+    asyncio task: the thread dump shows only the event loop waiting in `select`, the task
+    dump which `await` never returned."""
+    report = yield
+    if call.excinfo is not None and "pytest-timeout" in str(call.excinfo.value):
+        report.sections.append(("asyncio tasks at the timeout", _pending_task_stacks()))
+    return report
+
+
+def _pending_task_stacks() -> str:
+    # The session's loop is no longer running here (the timeout stopped it): its tasks are
+    # found among the live objects.
+    out = io.StringIO()
+    tasks = [t for t in gc.get_objects() if isinstance(t, asyncio.Task) and not t.done()]
+    for task in tasks:
+        print(f"--- {task.get_name()}: {task.get_coro()!r}", file=out)
+        task.print_stack(file=out)
+    return out.getvalue() or "no unfinished asyncio task"
 
 
 @pytest.fixture(scope="session")
