@@ -102,7 +102,14 @@ async def nc(nats_url: str) -> AsyncIterator[NATS]:
     """A client connection to the session's nats-server."""
     client = await nats_connect(nats_url)
     yield client
-    await client.drain()
+    try:
+        # nats-py's drain ends in waits of no deadline of their own (a flush queued behind a
+        # stuck flusher, the socket's close waiting for the peer to read): bounded here, past
+        # its own drain_timeout (30 s), so a teardown cannot hold the run (stop 37's CI run
+        # stopped in test_lease between two tests, at a teardown or a set-up).
+        await asyncio.wait_for(client.drain(), 40)
+    except TimeoutError:
+        warnings.warn("a NATS client did not drain within 40 s: abandoned", stacklevel=1)
 
 
 @pytest.fixture(scope="session")
