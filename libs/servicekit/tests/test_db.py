@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from sqlalchemy import Connection, text
@@ -15,8 +16,6 @@ from quiz_servicekit.db import (
     PG_PING_IDLE_S,
     Database,
     after_commit,
-    pipeline,
-    pipelined,
     read_only,
     transaction,
 )
@@ -114,8 +113,16 @@ async def test_a_silent_postgresql_is_an_error_in_seconds_not_a_hang(
             took = time.monotonic() - began
             print(f"[db] a silent server refused after {took:.1f} s")
             assert took < most_s
+            # The event loop's connections (`Database.pipeline`) give up as soon.
+            began = time.monotonic()
+            with pytest.raises(OperationalError):
+                await asyncio.wait_for(db.pipeline([("SELECT 1", {})]), 60)
+            took = time.monotonic() - began
+            print(f"[db] a pipeline to a silent server refused after {took:.1f} s")
+            assert took < most_s
             proxy.accept()
             assert await db.ping()
+            assert (await db.pipeline([("SELECT 1", {})]))[0].rows == [(1,)]
         finally:
             db.close()
 
@@ -130,20 +137,19 @@ class Pairs:
     def create(self, conn: Connection) -> None:
         conn.execute(text("CREATE TABLE IF NOT EXISTS pairs (k TEXT PRIMARY KEY, v INT)"))
 
-    @pipelined
-    def put(self, conn: Connection, *pairs: tuple[str, int]) -> list[int]:
+    async def put(self, *pairs: tuple[str, int]) -> list[int]:
         sql = self.db.sql("INSERT INTO pairs (k, v) VALUES (:k, :v) RETURNING v")
-        sent = pipeline(conn, [(sql, {"k": k, "v": v}) for k, v in pairs])
+        sent = await self.db.pipeline([(sql, {"k": k, "v": v}) for k, v in pairs])
         return [int(s.rows[0][0]) for s in sent]
+
+    async def backend_pid(self) -> int:
+        """The server process of the connection pipelines go through (the last used)."""
+        (sent,) = await self.db.pipeline([("SELECT pg_backend_pid()", {})])
+        return int(sent.rows[0][0])
 
     @read_only
     def keys(self, conn: Connection) -> list[str]:
         return [str(k) for (k,) in conn.execute(text("SELECT k FROM pairs ORDER BY k"))]
-
-    @read_only
-    def autocommit(self, conn: Connection) -> bool:
-        driver = conn.connection.driver_connection
-        return bool(getattr(driver, "autocommit", None))
 
 
 @pytest.fixture
@@ -162,11 +168,53 @@ async def test_a_pipeline_commits_whole_or_not_at_all(pairs: Pairs) -> None:
     await pairs.create()
     assert await pairs.put(("a", 1), ("b", 2)) == [1, 2]
     assert await pairs.put(("c", 3)) == [3], "a single statement: its own transaction"
+    assert await pairs.db.pipeline([]) == [], "nothing to send: no round trip"
     with pytest.raises(IntegrityError):
         await pairs.put(("d", 4), ("a", 5))  # the second violates the key: the first undone
     assert await pairs.keys() == ["a", "b", "c"]
-    assert not await pairs.autocommit(), "the pooled connection is given back as it came"
-    assert await pairs.put(("d", 4), ("e", 5)) == [4, 5], "and is usable after the error"
+    pid = await pairs.backend_pid()
+    assert await pairs.put(("d", 4), ("e", 5)) == [4, 5], "the connection is usable after"
+    assert await pairs.backend_pid() == pid, "and the same one: it went back to the pool"
+
+
+async def test_a_pipeline_runs_to_its_end_when_its_caller_is_cancelled(pairs: Pairs) -> None:
+    """As a transaction in a worker thread does: a COMMIT sent is never abandoned half-read on
+    a pooled connection, and the write stands."""
+    await pairs.create()
+    slow = pairs.db.sql("SELECT pg_sleep(0.3)")
+    insert = pairs.db.sql("INSERT INTO pairs (k, v) VALUES (:k, :v)")
+    call = asyncio.ensure_future(pairs.db.pipeline([(slow, {}), (insert, {"k": "x", "v": 1})]))
+    await asyncio.sleep(0.05)
+    call.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await call
+    await asyncio.sleep(0.5)
+    assert await pairs.keys() == ["x"]
+    assert await pairs.put(("y", 2)) == [2]
+
+
+async def test_pipelines_share_at_most_the_pool_size_of_connections(pg_available: bool) -> None:
+    if not pg_available:
+        pytest.skip("PostgreSQL does not answer on 127.0.0.1:5432")
+    with postgres_database() as url:
+        db = Database(url, threads=2, name="bounded")
+        try:
+            pairs = Pairs(db)
+            pids = await asyncio.gather(*(pairs.backend_pid() for _ in range(12)))
+            assert len(set(pids)) <= 2
+            one_at_a_time = {await pairs.backend_pid() for _ in range(5)}
+            assert len(one_at_a_time) == 1, "the last used connection first (LIFO)"
+        finally:
+            db.close()
+
+
+async def test_pipeline_is_postgresql_only(tmp_path: Path) -> None:
+    db = Database(f"sqlite:///{tmp_path / 'lite.db'}", threads=1, name="lite")
+    try:
+        with pytest.raises(RuntimeError, match="PostgreSQL"):
+            await db.pipeline([("SELECT 1", {})])
+    finally:
+        db.close()
 
 
 async def test_a_pipeline_to_an_unreachable_server_is_an_outage(pg_available: bool) -> None:
@@ -181,6 +229,14 @@ async def test_a_pipeline_to_an_unreachable_server_is_an_outage(pg_available: bo
                 await pairs.put(("a", 1), ("b", 2))
             proxy.accept()
             assert await pairs.put(("a", 1), ("b", 2)) == [1, 2], "a new connection, after"
+            # A pooled connection cut while idle (under PG_PING_IDLE_S: not pinged) fails its
+            # next pipeline as an outage, and is dropped: the one after connects anew.
+            proxy.refuse()
+            proxy.accept()
+            with pytest.raises(OperationalError) as cut:
+                await pairs.put(("c", 3))
+            assert cut.value.connection_invalidated
+            assert await pairs.put(("c", 3)) == [3]
         finally:
             pairs.db.close()
 
@@ -191,7 +247,7 @@ async def test_an_idle_connection_the_server_dropped_is_replaced_at_checkout(
     """No ping at every checkout (a round trip), but one after PG_PING_IDLE_S of idleness:
     the backend killed meanwhile (a server restart, an idle timeout) costs no failed call."""
     await pairs.create()
-    pid = pairs.db.read(lambda c: c.exec_driver_sql("SELECT pg_backend_pid()").scalar_one())
+    pid = await pairs.backend_pid()
     with postgres_database("killer") as other:
         killer = Database(other, threads=1, name="killer")
         try:

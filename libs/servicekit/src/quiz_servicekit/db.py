@@ -1,7 +1,7 @@
 """The one database story of every service: a sync engine, each transaction run whole in a thread.
 
-SQLite (WAL) is the embedded default, PostgreSQL (psycopg) comes through DATABASE_URL. Why not the
-async engine: on a 2-core host every awaited statement of the async drivers costs ~0.7 ms of
+SQLite (WAL) is the embedded default, PostgreSQL (psycopg) comes through DATABASE_URL. Why not
+SQLAlchemy's async engine: on a 2-core host every awaited statement through it costs ~0.7 ms of
 greenlet and thread hops, while a whole transaction of five statements run synchronously in one
 worker thread costs ~0.7 ms in all (measured on the llm-gateway, docs/llm-gateway.md). So a
 repository writes each operation once, as a plain function of a `Connection`, and awaits it:
@@ -19,9 +19,10 @@ repository writes each operation once, as a plain function of a `Connection`, an
 
     ok = await repo.reserve(day, 5000)
 
-A PostgreSQL hot path whose transaction is a fixed list of statements writes it `@pipelined`
-and sends them with `pipeline(conn, [(sql, params), ...])`: one round trip, one transaction
-(BEGIN, the statements, COMMIT sent together) instead of one round trip per statement.
+A PostgreSQL hot path whose transaction is a fixed list of statements sends them with
+`await db.pipeline([(sql, params), ...])`: one round trip, one transaction (BEGIN, the
+statements, COMMIT sent together), on the event loop with no worker thread
+(`quiz_servicekit.pg_pipeline`).
 """
 
 from __future__ import annotations
@@ -30,9 +31,8 @@ import asyncio
 import functools
 import re
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
 from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar
@@ -40,6 +40,8 @@ from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar
 from sqlalchemy import Connection, Engine, create_engine, event, text
 from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import make_url
+
+from quiz_servicekit.pg_pipeline import PgConnections, Sent, Statements, libpq_conninfo
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -173,6 +175,17 @@ class Database:
         )
         self.dialect: str = self.engine.dialect.name
         self._pool = ThreadPoolExecutor(threads, thread_name_prefix=f"{name}-db")
+        self._pg: PgConnections | None = None
+        if self.dialect == "postgresql":
+            parsed = make_url(self.url)
+            self._pg = PgConnections(
+                libpq_conninfo(self.url),
+                size=threads,
+                connect_kwargs={
+                    k: v for k, v in PG_CONNECT_DEFAULTS.items() if k not in parsed.query
+                },
+                ping_idle_s=PG_PING_IDLE_S,
+            )
 
     async def run(self, fn: Callable[[], T]) -> T:
         """Run `fn` in a worker thread of this database (it opens its own transaction)."""
@@ -199,11 +212,23 @@ class Database:
             callback()
         return result
 
-    def autocommit(self, fn: Callable[[Connection], T]) -> T:
-        """In the calling thread: `fn` on a connection for `pipeline` (PostgreSQL only), which
-        opens and commits its own transactions."""
-        with self.engine.connect() as conn:
-            return fn(conn)
+    async def pipeline(self, statements: Statements) -> list[Sent]:
+        """PostgreSQL only: `statements` (driver SQL, `Database.sql` form) in ONE round trip,
+        on the event loop (`quiz_servicekit.pg_pipeline`): `BEGIN; s1; ...; sN; COMMIT` sent
+        together, a single statement alone as its own transaction. Each statement runs after
+        the one before it (its own snapshot in READ COMMITTED: a lock taken by s1 is held when
+        s2 reads) but none can depend on another's result in Python — a repository that must
+        branch on a result sends a second pipeline.
+
+        The commit is the server's ordinary one: `synchronous_commit` as configured (a
+        statement may lower it for its own transaction with `set_config(..., true)`). Returns
+        one `Sent` per statement, in order (not for the BEGIN/COMMIT added). Raises as the sync
+        engine does (SQLAlchemy's DBAPIError family: OperationalError for an outage,
+        IntegrityError ...), the whole transaction rolled back.
+        """
+        if self._pg is None:
+            raise RuntimeError(f"pipeline() is PostgreSQL's; this database is {self.dialect}")
+        return await self._pg.pipeline(statements)
 
     def read(self, fn: Callable[[Connection], T]) -> T:
         """In the calling thread: `fn` on a connection whose transaction is rolled back after."""
@@ -238,68 +263,8 @@ class Database:
         """Stop the worker threads (after the transactions in hand) and close the connections."""
         self._pool.shutdown(wait=True)
         self.engine.dispose()
-
-
-@dataclass(frozen=True, slots=True)
-class Sent:
-    """What one statement of a `pipeline` answered: its rowcount and the rows it returned."""
-
-    rowcount: int
-    rows: list[tuple[Any, ...]]
-
-
-def pipeline(conn: Connection, statements: Sequence[tuple[str, Mapping[str, Any]]]) -> list[Sent]:
-    """PostgreSQL: `statements` (driver SQL, `Database.sql` form) in ONE round trip and one
-    transaction: `BEGIN; s1; ...; sN; COMMIT` sent together in psycopg's pipeline mode, the
-    results read once the server answered them all; a single statement is sent alone, its own
-    transaction. Each statement runs after the one before it (its own snapshot in READ
-    COMMITTED: a lock taken by s1 is held when s2 reads) but none can depend on another's
-    result in Python — a repository that must branch on a result sends a second pipeline.
-
-    The commit is the server's ordinary one: `synchronous_commit` as configured (a statement
-    may lower it for its own transaction with `set_config(..., true)`).
-
-    Call it on a `Database.autocommit` connection (the `pipelined` decorator). An error rolls
-    the whole transaction back and raises as SQLAlchemy's DBAPIError family (OperationalError
-    for an outage, IntegrityError ...), the connection invalidated when it was a disconnect.
-    Returns one `Sent` per statement, in order (not for the BEGIN/COMMIT it adds).
-    """
-    body = list(statements)
-    wrapped = len(body) > 1
-    if wrapped:
-        body = [("BEGIN", {}), *body, ("COMMIT", {})]
-    pg = conn.connection.driver_connection
-    assert pg is not None, "pipeline() needs a live connection"
-    dbapi = conn.dialect.loaded_dbapi
-    statement = ""
-    try:
-        pg.autocommit = True  # BEGIN/COMMIT are ours: the driver's would each be a round trip
-        cursors = []
-        with pg.pipeline():
-            for statement, params in body:
-                cur = pg.cursor()
-                cur.execute(statement, dict(params) if params else None)
-                cursors.append(cur)
-        sent = []
-        for cur in cursors:
-            sent.append(Sent(cur.rowcount, list(cur.fetchall()) if cur.description else []))
-            cur.close()
-        pg.autocommit = False
-    except dbapi.Error as e:
-        disconnect = conn.dialect.is_disconnect(e, pg, None)
-        if disconnect:
-            conn.invalidate(e)
-        else:
-            try:
-                pg.rollback()  # an error inside BEGIN..COMMIT leaves the transaction aborted
-                pg.autocommit = False
-            except dbapi.Error as again:
-                conn.invalidate(again)
-                disconnect = True
-        raise sa_exc.DBAPIError.instance(
-            statement, None, e, dbapi.Error, connection_invalidated=disconnect
-        ) from e
-    return sent[1:-1] if wrapped else sent
+        if self._pg is not None:
+            self._pg.close()
 
 
 def after_commit(conn: Connection, callback: Callable[[], None]) -> None:
@@ -335,20 +300,6 @@ def transaction(
     async def run(self: R, *args: P.args, **kwargs: P.kwargs) -> T:
         db = self.db
         return await db.run(lambda: db.write(lambda conn: fn(self, conn, *args, **kwargs)))
-
-    return run
-
-
-def pipelined(
-    fn: Callable[Concatenate[R, Connection, P], T],
-) -> Callable[Concatenate[R, P], Awaitable[T]]:
-    """Like `transaction`, for a PostgreSQL operation written with `pipeline`: `fn` gets a
-    connection of its own in a worker thread, and each `pipeline` call is a transaction."""
-
-    @functools.wraps(fn)
-    async def run(self: R, *args: P.args, **kwargs: P.kwargs) -> T:
-        db = self.db
-        return await db.run(lambda: db.autocommit(lambda conn: fn(self, conn, *args, **kwargs)))
 
     return run
 

@@ -64,8 +64,8 @@ _LEDGER_INSERT = "INSERT INTO llm_ledger ({}) VALUES ({})".format(  # noqa: S608
     ", ".join(LEDGER_COLUMNS), ", ".join(":" + c for c in LEDGER_COLUMNS)
 )
 
-# The refusal's ledger row of a rate check at its limit (`rate_step`, from its count `n`).
-_REFUSAL_AT_LIMIT = "INSERT INTO llm_ledger ({}) SELECT {} FROM n WHERE n.c >= :limit".format(  # noqa: S608
+# The refusal's ledger row of a rate check at its limit (`rate_admit`, from its answer `r`).
+_REFUSAL_AT_LIMIT = "INSERT INTO llm_ledger ({}) SELECT {} FROM r WHERE NOT r.admitted".format(  # noqa: S608
     ", ".join(LEDGER_COLUMNS), ", ".join(":" + c for c in LEDGER_COLUMNS)
 )
 
@@ -134,18 +134,18 @@ HOT_SQL: dict[str, str] = {
         "AND (EXISTS (SELECT 1 FROM gone) OR :cost_micros > 0) "
         "RETURNING spent_micros + reserved_micros AS used) " + _DAY_USED
     ),
-    # PostgreSQL only (issue 32): one rate check as one statement, under its key's lock (taken
-    # by the statement before it, so this one's snapshot sees every earlier holder's events):
-    # the count, then the event (under the limit) or the refusal's ledger row (at it), and the
-    # window's times when refused (for retry_after_s).
-    "rate_step": (
-        "WITH n AS (SELECT COUNT(*) AS c FROM rate_events "  # noqa: S608
-        "WHERE key = :rate_key AND at > :since), "
-        "ev AS (INSERT INTO rate_events (key, at) SELECT :rate_key, :rate_at FROM n "
-        "WHERE n.c < :limit RETURNING 1), "
+    # PostgreSQL only (issue 32): one rate check as one statement, its own transaction when
+    # alone — the function `llm_rate_admit` (migration 0008) takes the key's lock, then counts
+    # under it (a query of its own, so its snapshot sees every earlier holder's events) and
+    # inserts the event under the limit, or gives the window's times at it (retry_after_s);
+    # the refusal's ledger row is written from its answer. Its transaction does not wait for
+    # its WAL flush (rows/rates.py says why).
+    "rate_admit": (
+        "WITH r AS (SELECT * FROM llm_rate_admit(CAST(:rate_key AS text), "  # noqa: S608
+        "CAST(:rate_at AS double precision), CAST(:since AS double precision), "
+        "CAST(:limit AS integer), true)), "
         "refused AS (" + _REFUSAL_AT_LIMIT + " RETURNING 1) "
-        "SELECT n.c < :limit, CASE WHEN n.c < :limit THEN NULL ELSE ARRAY(SELECT at FROM "
-        "rate_events WHERE key = :rate_key AND at > :since) END, n.c FROM n"
+        "SELECT r.admitted, r.times, r.counted FROM r"
     ),
     "rate_lock": "SELECT pg_advisory_xact_lock(hashtextextended(:key, 0))",
     # Events that left the window are not read (the sweep deletes them): one statement less

@@ -17,7 +17,7 @@ from quiz_llm_gateway.rows.base import (
     SpendRow,
     Tables,
 )
-from quiz_servicekit.db import pipeline, pipelined, read_only, transaction
+from quiz_servicekit.db import read_only, transaction
 
 
 class LedgerRows(Tables):
@@ -50,10 +50,7 @@ class LedgerRows(Tables):
             return await self._settle_many_pg(entries)
         return await self._settle_many_lite(entries)
 
-    @pipelined
-    def _settle_many_pg(
-        self, conn: Connection, entries: list[tuple[Held | None, LedgerRow]]
-    ) -> list[int]:
+    async def _settle_many_pg(self, entries: list[tuple[Held | None, LedgerRow]]) -> list[int]:
         """Every settle of the batch as one statement (`settle_sliced`: data-modifying CTEs in
         the order of every other writer, lease row then day row; `settle_held`), sent in one
         pipeline after the days' rows (when not known to exist) and, for a batch of several,
@@ -86,7 +83,7 @@ class LedgerRows(Tables):
                     hold_day=(held or row).day,
                 )
                 statements.append((q["settle_held"], params))
-        sent = pipeline(conn, statements)
+        sent = await self.db.pipeline(statements)
         self._days_created.update(days)
         # The settles are the last len(entries) statements, in `order`: each answers its used.
         used = [0] * len(entries)

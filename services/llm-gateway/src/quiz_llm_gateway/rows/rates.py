@@ -15,7 +15,7 @@ from quiz_llm_gateway.rows.base import (
     RateKey,
     Tables,
 )
-from quiz_servicekit.db import pipeline, pipelined, transaction
+from quiz_servicekit.db import transaction
 
 
 class RateRows(Tables):
@@ -42,19 +42,22 @@ class RateRows(Tables):
     def _admit_rates_lite(self, conn: Connection, batch: list[AdmitArgs]) -> list[Admission]:
         return [self._admit_rate_in(conn, a) for a in batch]
 
-    @pipelined
-    def _admit_rates_pg(self, conn: Connection, batch: list[AdmitArgs]) -> list[Admission]:
-        """`admit_rates` on PostgreSQL in one round trip (servicekit's `pipeline`): BEGIN, the
-        keys' locks in key order (the first also lowering synchronous_commit for this
-        transaction), one `rate_step` per call, COMMIT."""
+    async def _admit_rates_pg(self, batch: list[AdmitArgs]) -> list[Admission]:
+        """`admit_rates` on PostgreSQL in one round trip (`Database.pipeline`): one `rate_admit`
+        statement per call; a batch of several keys takes every key's lock first, in key order
+        (the first also lowering synchronous_commit), in one transaction. A call alone is one
+        statement, its own transaction."""
         q = self._q
         keys = sorted({a.rate.key for a in batch if a.rate is not None})
         if not keys:
             return [Admission(True) for _ in batch]
-        statements: list[tuple[str, dict[str, Any]]] = [
-            (q["rate_lock_async" if i == 0 else "rate_lock"], {"key": key})
-            for i, key in enumerate(keys)
-        ]
+        locks: list[tuple[str, dict[str, Any]]] = []
+        if len(keys) > 1:
+            locks = [
+                (q["rate_lock_async" if i == 0 else "rate_lock"], {"key": key})
+                for i, key in enumerate(keys)
+            ]
+        statements = list(locks)
         for a in batch:
             rate = a.rate
             if rate is None:
@@ -64,8 +67,8 @@ class RateRows(Tables):
             params.update(
                 rate_key=rate.key, rate_at=a.now, since=a.now - rate.window_s, limit=rate.limit
             )
-            statements.append((q["rate_step"], params))
-        answers = iter(pipeline(conn, statements)[len(keys) :])
+            statements.append((q["rate_admit"], params))
+        answers = iter((await self.db.pipeline(statements))[len(locks) :])
         out: list[Admission] = []
         for a in batch:
             if a.rate is None:
