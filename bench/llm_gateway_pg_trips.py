@@ -12,7 +12,7 @@ of that database are then read back and printed per call: every message the serv
 `statement:` lines — BEGIN, COMMIT, the pool's ping `;` — and the extended protocol's parse /
 bind / execute), how many were parsed (a statement parsed again is one the driver did not
 prepare), and the server-side milliseconds of each kind. Without a pipeline each statement is a
-round trip; a pipeline (servicekit's `pipeline`) sends a transaction's statements in one.
+round trip; a pipeline (servicekit's `Database.pipeline`) sends a transaction's statements in one.
 
 The log times a COMMIT statement, WAL flush included; the commit of a single statement sent
 alone (autocommit, no COMMIT statement) happens after its logged execute, so its flush is not
@@ -106,11 +106,11 @@ _PHASES = ("statement", "parse", "bind", "execute")
 # (py-spy's raw stacks: frames `function (file:line)` joined by `;`, then a count).
 SPY_GROUPS = (
     ("psycopg: waiting for the server", ("wait_c", "wait_poll", "wait_epoll", "wait_select")),
-    ("psycopg pipeline (Python side)", ("_pipeline",)),
+    ("psycopg pipeline on the loop (Python side)", ("pg_pipeline.py",)),
     ("psycopg execute (Python side)", ("psycopg/cursor.py", "psycopg/_cursor_base.py")),
     ("sqlalchemy pool checkout/checkin", ("sqlalchemy/pool",)),
     ("sqlalchemy execute", ("sqlalchemy/engine",)),
-    ("repository (gateway SQL glue)", ("quiz_llm_gateway/repository.py",)),
+    ("rows (gateway SQL glue)", ("quiz_llm_gateway/rows/",)),
     ("db worker thread idle", ("concurrent/futures/thread.py",)),
     ("anthropic SDK / httpx", ("anthropic/", "httpx", "httpcore")),
     ("nats", ("nats/",)),
