@@ -11,12 +11,14 @@ import argparse
 import asyncio
 import gc
 import logging
+import os
 import socket
 import sys
+import traceback
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, NoReturn, TypeVar
 
 import uvicorn
 from fastapi import APIRouter, FastAPI, Request
@@ -488,25 +490,51 @@ def uvicorn_server(app: FastAPI, settings: ServiceSettings) -> uvicorn.Server:
 
 def run_service(
     create_app: Callable[[Settings], FastAPI],
-    settings: Settings,
+    settings: Callable[[], Settings],
     argv: Sequence[str] | None = None,
 ) -> None:
     """A service's console entry point: `serve` (default) or `migrate` (one-shot, for a Job).
 
+    `settings`: the service's settings class (read from the environment here). A configuration
+    that must not start — a setting that does not parse, or that `create_app` refuses (a
+    ValueError: an unpriced model, a bad fallback table) — exits with status 2 and one
+    `<service>: refused to start: <why>` on stderr instead of a traceback (LOG_LEVEL=DEBUG
+    adds it).
+
     `migrate` upgrades the database to head and exits: run it as a Kubernetes Job before a
     rollout, with MIGRATE_ON_STARTUP=false on the pods (they migrate at start-up otherwise).
     """
-    app = create_app(settings)
+    try:
+        config = settings()
+        app = create_app(config)
+    except ValueError as e:  # pydantic's ValidationError and SettingsError are ValueErrors
+        # The console script's name (quiz-llm-gateway), `python -m` included (`__main__`).
+        spec = getattr(sys.modules.get(create_app.__module__), "__spec__", None)
+        program = Path(sys.argv[0]).stem  # a script's own name
+        if spec is not None:
+            program = spec.name.split(".")[0].replace("_", "-")
+        _refuse_to_start(program, e)
     runtime: ServiceRuntime = app.state.runtime
     parser = argparse.ArgumentParser(prog=runtime.name, description=runtime.description)
     parser.add_argument("command", nargs="?", default="serve", choices=["serve", "migrate"])
     command = parser.parse_args(argv).command
     if command == "migrate":
-        setup_logging(settings.log_level)
+        setup_logging(config.log_level)
         runtime.migrate()
         log.info("%s: database at head", runtime.name)
         return
-    serve(app, settings)
+    serve(app, config)
+
+
+def _refuse_to_start(program: str, error: ValueError) -> NoReturn:
+    """One line naming what is wrong (pydantic's own words name the setting), status 2."""
+    why = " ".join(str(error).split())
+    if error.__cause__ is not None:  # pydantic-settings' "error parsing value" hides the why
+        why += f": {' '.join(str(error.__cause__).split())}"
+    print(f"{program}: refused to start: {why}", file=sys.stderr)
+    if os.environ.get("LOG_LEVEL", "").upper() == "DEBUG":
+        traceback.print_exception(error)
+    sys.exit(2)
 
 
 def serve(app: FastAPI, settings: ServiceSettings) -> None:

@@ -25,4 +25,4 @@ def create_app(settings: ServiceSettings) -> FastAPI:
 
 
 if __name__ == "__main__":
-    run_service(create_app, ServiceSettings())
+    run_service(create_app, ServiceSettings)

@@ -58,7 +58,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
 def run() -> None:
     """Console entry point: `quiz-editor-assist`."""
-    run_service(create_app, Settings())
+    run_service(create_app, Settings)
 
 
 if __name__ == "__main__":

@@ -108,7 +108,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 def run() -> None:
     """Console entry point: `quiz-lesson-fix` (the process's own collector tuned first)."""
     tune_garbage_collection()
-    run_service(create_app, Settings())
+    run_service(create_app, Settings)
 
 
 if __name__ == "__main__":

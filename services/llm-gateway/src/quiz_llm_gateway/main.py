@@ -189,7 +189,7 @@ def provider_detail(settings: Settings) -> dict[str, object]:
 
 def run() -> None:
     """Console entry point: `quiz-llm-gateway` serves; `quiz-llm-gateway migrate` migrates."""
-    run_service(create_app, Settings())
+    run_service(create_app, Settings)
 
 
 if __name__ == "__main__":

@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import subprocess
+import sys
 from collections.abc import AsyncIterator, Iterator
 from decimal import Decimal
 from pathlib import Path
@@ -254,6 +257,22 @@ def test_a_self_hosted_model_without_a_price_refuses_to_start(
 ) -> None:
     with pytest.raises(PricingError, match=said.replace("[", r"\[").replace("]", r"\]")):
         create_app(make_settings(llm_model_prices=prices))
+
+
+def test_the_gateway_process_refuses_an_unpriced_model_in_one_line() -> None:
+    """Run as operations run it: status 2 and the setting to set, no traceback."""
+    env = {**os.environ, "PURPOSE_MODELS": json.dumps({"review": LOCAL}), "LOG_LEVEL": "INFO"}
+    env.pop("LLM_MODEL_PRICES", None)
+    done = subprocess.run(
+        [sys.executable, "-m", "quiz_llm_gateway.main"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.startswith("quiz-llm-gateway: refused to start: no price for")
+    assert "set LLM_MODEL_PRICES" in done.stderr and "Traceback" not in done.stderr
 
 
 async def test_an_explicit_zero_price_is_free_and_still_counted(

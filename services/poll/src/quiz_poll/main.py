@@ -97,7 +97,7 @@ async def _evict(service: ServiceRef[PollService], idle_s: float) -> int:
 
 def run() -> None:
     """Console entry point: `quiz-poll`."""
-    run_service(create_app, Settings())
+    run_service(create_app, Settings)
 
 
 if __name__ == "__main__":

@@ -93,7 +93,7 @@ def create_app(settings: Settings | None = None, *, clock: Clock = utc_now) -> F
 
 def run() -> None:
     """Console entry point: `quiz-review`."""
-    run_service(create_app, Settings())
+    run_service(create_app, Settings)
 
 
 if __name__ == "__main__":

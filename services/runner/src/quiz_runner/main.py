@@ -169,7 +169,7 @@ def _runner_service(
 
 def run() -> None:
     """Console entry point: `quiz-runner`."""
-    run_service(create_app, Settings())
+    run_service(create_app, Settings)
 
 
 if __name__ == "__main__":
