@@ -198,8 +198,11 @@ def pump(prefix: str, colour: str, stream: object) -> None:
         print(f"{tag} {line}", flush=True)
 
 
-# The line of a traceback that says what went wrong: "SomeError: why".
-REASON = re.compile(r"^\s*([A-Za-z_][\w.]*(Error|Exception|Unavailable|Exit))\b.*")
+# The line that says what went wrong: a traceback's "SomeError: why", or a configuration's
+# refusal, "quiz-<service>: refused to start: why" (servicekit's run_service).
+REASON = re.compile(
+    r"^\s*(([A-Za-z_][\w.]*(Error|Exception|Unavailable|Exit))\b|[\w-]+: refused to start: ).*"
+)
 
 
 def failure_report(name: str, returncode: int, tail: list[str], started: bool) -> str:

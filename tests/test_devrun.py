@@ -75,3 +75,10 @@ def test_what_a_new_run_waits_for_is_said() -> None:
     ]
     # Nothing left: nothing said.
     assert devrun.wait_for_leftovers([leftover.pid], say=said.append) == [] and len(said) == 1
+
+
+def test_a_refused_configuration_is_the_why_of_the_failure_report() -> None:
+    said = "quiz-llm-gateway: refused to start: no price for model(s) x: set MODEL_PRICES"
+    report = devrun.failure_report("llm-gateway", 2, ["starting", said], started=False)
+    assert f"Why: {said}" in report
+    assert "at start-up (exit code 2)" in report
