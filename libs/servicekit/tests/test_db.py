@@ -193,6 +193,13 @@ async def test_a_pipeline_runs_to_its_end_when_its_caller_is_cancelled(pairs: Pa
     assert await pairs.put(("y", 2)) == [2]
 
 
+async def test_an_idle_pipeline_connection_is_pinged_and_kept(pairs: Pairs) -> None:
+    """Idle over PG_PING_IDLE_S, a live connection answers the ping and stays in use."""
+    pid = await pairs.backend_pid()
+    await asyncio.sleep(PG_PING_IDLE_S + 0.2)
+    assert await pairs.backend_pid() == pid
+
+
 async def test_pipelines_share_at_most_the_pool_size_of_connections(pg_available: bool) -> None:
     if not pg_available:
         pytest.skip("PostgreSQL does not answer on 127.0.0.1:5432")
