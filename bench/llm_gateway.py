@@ -489,8 +489,9 @@ async def main() -> None:
         "--databases",
         action="store_true",
         help=(
-            "issue 24: SQLite vs PostgreSQL, slices of the cap off (before) vs on (after), and "
-            "one vs two gateway replicas on PostgreSQL, in interleaved rounds"
+            "SQLite vs PostgreSQL (saturation, and the added latency at concurrency 1), slices "
+            "of the cap off vs on, and one vs two gateway replicas on PostgreSQL, in "
+            "interleaved rounds"
         ),
     )
     parser.add_argument("--rounds", type=int, default=2, help="rounds of --databases")
@@ -500,8 +501,9 @@ async def main() -> None:
         default=0,
         metavar="N",
         help=(
-            "issue 32: N turns of one call each through the direct SDK, a gateway on SQLite and "
-            "one on PostgreSQL (and the --before-tree code's two), c=1, at the same moments"
+            "the added latency at concurrency 1, PostgreSQL vs SQLite: N turns of one call each "
+            "through the direct SDK, a gateway on SQLite and one on PostgreSQL (and the "
+            "--before-tree code's two), so every path sees the same moments of the host's load"
         ),
     )
     parser.add_argument(
@@ -832,7 +834,8 @@ async def side_by_side_main(args: argparse.Namespace) -> None:
                 proc.wait(timeout=20)
             for server in servers:
                 server.stop()
-    print(f"\nside by side, c=1, {args.side_by_side} turns; load {os.getloadavg()}")
+    load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
+    print(f"\nside by side, c=1, {args.side_by_side} turns; load average {load} (1, 5, 15 min)")
     base = percentile(samples["direct"], 0.5)
     added = {n: percentile(v, 0.5) - base for n, v in samples.items()}
     for name, values in samples.items():
@@ -842,7 +845,7 @@ async def side_by_side_main(args: argparse.Namespace) -> None:
         )
     for suffix, _ in trees:
         sq, pg = added[f"sqlite{suffix}"], added[f"postgresql{suffix}"]
-        label = suffix.strip() or "this code"
+        label = suffix.strip() or ("this code" if len(trees) > 1 else "result")
         print(
             f"{label}: added p50 c=1 PG÷SQLite {pg / max(sq, 1e-9):.2f} ({pg:+.2f} vs {sq:+.2f} ms)"
         )

@@ -19,7 +19,8 @@ def test_a_setting_that_does_not_parse_is_one_line_and_status_2() -> None:
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1, done.stderr
     assert lines[0].startswith("service: refused to start: ")
-    assert "http_port" in lines[0] and "Traceback" not in done.stderr
+    assert "HTTP_PORT: Input should be a valid integer" in lines[0]
+    assert "(got 'eighty')" in lines[0] and "Traceback" not in done.stderr
 
 
 def test_log_level_debug_adds_the_traceback() -> None:

@@ -48,7 +48,7 @@ from quiz_servicekit.micro import EndpointSpec, MicroService, start_micro_servic
 from quiz_servicekit.migrate import upgrade
 from quiz_servicekit.natsio import connect_nats, nats_auth
 from quiz_servicekit.periodic import PeriodicTask, PeriodicTasks
-from quiz_servicekit.settings import ServiceSettings
+from quiz_servicekit.settings import ServiceSettings, refusal_reason
 from quiz_servicekit.telemetry import setup_tracing
 
 log = logging.getLogger(__name__)
@@ -513,7 +513,7 @@ def run_service(
         program = Path(sys.argv[0]).stem  # a script's own name
         if spec is not None:
             program = spec.name.split(".")[0].replace("_", "-")
-        _refuse_to_start(program, e)
+        _refuse_to_start(program, refusal_reason(e, settings), e)
     runtime: ServiceRuntime = app.state.runtime
     parser = argparse.ArgumentParser(prog=runtime.name, description=runtime.description)
     parser.add_argument("command", nargs="?", default="serve", choices=["serve", "migrate"])
@@ -526,11 +526,9 @@ def run_service(
     serve(app, config)
 
 
-def _refuse_to_start(program: str, error: ValueError) -> NoReturn:
-    """One line naming what is wrong (pydantic's own words name the setting), status 2."""
-    why = " ".join(str(error).split())
-    if error.__cause__ is not None:  # pydantic-settings' "error parsing value" hides the why
-        why += f": {' '.join(str(error.__cause__).split())}"
+def _refuse_to_start(program: str, why: str, error: ValueError) -> NoReturn:
+    """`<program>: refused to start: <why>` on stderr, status 2 (LOG_LEVEL=DEBUG: the
+    traceback too)."""
     print(f"{program}: refused to start: {why}", file=sys.stderr)
     if os.environ.get("LOG_LEVEL", "").upper() == "DEBUG":
         traceback.print_exception(error)

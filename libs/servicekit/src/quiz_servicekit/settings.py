@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Literal, Self
+import json
+import re
+from collections.abc import Callable
+from typing import Any, Literal, Self
 
-from pydantic import AliasChoices, Field, model_validator
+from pydantic import AliasChoices, Field, ValidationError, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from quiz_contracts.limits import HTTP_MAX_BODY_BYTES
@@ -113,3 +116,56 @@ class ServiceSettings(BaseSettings):
                     "signed for another application would be accepted (docs/security.md, Tokens)"
                 )
         return self
+
+
+# pydantic-settings' words for an environment variable that does not decode (JSON, mostly).
+_UNPARSED = re.compile(r'error parsing value for field "(\w+)" from source "\w+"')
+
+
+def refusal_reason(error: ValueError, settings: Callable[[], Any]) -> str:
+    """Why `settings()` (a settings class) or a service's `create_app` refused to start, in one
+    line for a person: each of pydantic's errors as `NAME: what is wrong (got 'value')`, a
+    variable that does not decode as `NAME is not valid JSON (…)` — NAME the environment
+    variable as it is set (its alias, else the prefix and the field) —, anything else as it
+    says (the service's own messages name their setting)."""
+    if isinstance(error, ValidationError) and error.errors():
+        return "; ".join(_invalid(settings, e) for e in error.errors())
+    why = " ".join(str(error).split())
+    unparsed = _UNPARSED.fullmatch(why)
+    if unparsed is not None:
+        name = _env_name(settings, unparsed.group(1))
+        cause = error.__cause__
+        said = "is not valid JSON" if isinstance(cause, json.JSONDecodeError) else "does not parse"
+        why = f"{name} {said}" + (f" ({' '.join(str(cause).split())})" if cause else "")
+    return why
+
+
+def _invalid(settings: Callable[[], Any], e: Any) -> str:
+    """One of pydantic's errors as `NAME: what is wrong (got 'its value')`."""
+    loc = [str(part) for part in e.get("loc", ())]
+    fields: dict[str, Any] = getattr(settings, "model_fields", {})
+    # pydantic names a field by the alias it was read under (LLM_GATEWAY_X) or by its name.
+    field = next(
+        (name for name, info in fields.items() if loc and loc[0] in _names_of(name, info)), None
+    )
+    name = _env_name(settings, field) if field else (loc[0] if loc else "settings")
+    where = ".".join([name, *loc[1:]])
+    got = e.get("input")
+    return f"{where}: {e.get('msg', 'invalid')}" + (f" (got {got!r})" if got is not None else "")
+
+
+def _names_of(field: str, info: Any) -> set[str]:
+    alias = getattr(info, "validation_alias", None)
+    choices = [alias] if isinstance(alias, str) else getattr(alias, "choices", [])
+    return {field, *(c for c in choices if isinstance(c, str))}
+
+
+def _env_name(settings: Callable[[], Any], field: str) -> str:
+    """The environment variable of `field`: its alias (the shortest of its choices: the bare
+    name beside a prefixed one), else the prefix and the name, upper-cased."""
+    fields: dict[str, Any] = getattr(settings, "model_fields", {})
+    names = _names_of(field, fields.get(field)) - {field}
+    if names:
+        return min(names, key=len)
+    prefix = str(getattr(settings, "model_config", {}).get("env_prefix", ""))
+    return (prefix + field).upper()
