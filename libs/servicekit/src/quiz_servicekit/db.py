@@ -31,7 +31,7 @@ import asyncio
 import functools
 import re
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from datetime import date
 from pathlib import Path
@@ -114,6 +114,12 @@ def _sqlite_writers_lock_at_begin(
         conn.exec_driver_sql("BEGIN IMMEDIATE")
 
 
+def pg_connect_defaults(query: Mapping[str, Any]) -> dict[str, int]:
+    """The PG_CONNECT_DEFAULTS a URL's `query` does not set itself (its own win:
+    `?connect_timeout=30` in DATABASE_URL), for both the sync engine and the loop's pipelines."""
+    return {k: v for k, v in PG_CONNECT_DEFAULTS.items() if k not in query}
+
+
 def create_sync_engine(
     url: str, *, pool_size: int, sqlite_busy_timeout_ms: int = SQLITE_BUSY_TIMEOUT_MS
 ) -> Engine:
@@ -123,8 +129,7 @@ def create_sync_engine(
         engine = create_engine(parsed, pool_size=pool_size)
         _sqlite_writers_lock_at_begin(engine, sqlite_busy_timeout_ms)
         return engine
-    # The URL's own settings win (`?connect_timeout=30` in DATABASE_URL).
-    defaults = {k: v for k, v in PG_CONNECT_DEFAULTS.items() if k not in parsed.query}
+    defaults = pg_connect_defaults(parsed.query)
     # LIFO: the few connections a light load needs stay warm (their prepared statements, the
     # server backend's caches) instead of cycling through the whole pool.
     engine = create_engine(
@@ -177,13 +182,10 @@ class Database:
         self._pool = ThreadPoolExecutor(threads, thread_name_prefix=f"{name}-db")
         self._pg: PgConnections | None = None
         if self.dialect == "postgresql":
-            parsed = make_url(self.url)
             self._pg = PgConnections(
                 libpq_conninfo(self.url),
                 size=threads,
-                connect_kwargs={
-                    k: v for k, v in PG_CONNECT_DEFAULTS.items() if k not in parsed.query
-                },
+                connect_kwargs=pg_connect_defaults(make_url(self.url).query),
                 ping_idle_s=PG_PING_IDLE_S,
             )
 

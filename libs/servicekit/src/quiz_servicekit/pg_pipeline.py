@@ -123,7 +123,7 @@ class PgConnections:
                     # An error inside BEGIN..COMMIT leaves the transaction aborted.
                     with contextlib.suppress(psycopg.Error):
                         await conn.rollback()
-                raise _sqlalchemy_error(statement, e, conn) from e
+                raise _sqlalchemy_error(statement, e, invalidated=conn.broken) from e
         return sent[1:-1] if wrapped else sent
 
     @contextlib.asynccontextmanager
@@ -153,6 +153,7 @@ class PgConnections:
         while self._idle:
             conn, since = self._idle.pop()
             if conn.closed or conn.broken:
+                await conn.close()  # a no-op when closed; a broken one's socket freed
                 continue
             if time.monotonic() - since < self.ping_idle_s:
                 return conn
@@ -166,9 +167,7 @@ class PgConnections:
                 self.conninfo, autocommit=True, **self.connect_kwargs
             )
         except psycopg.Error as e:
-            raise sa_exc.DBAPIError.instance(
-                "connect", None, e, psycopg.Error, connection_invalidated=True
-            ) from e
+            raise _sqlalchemy_error("connect", e, invalidated=True) from e
 
     def close(self) -> None:
         """Close the idle connections (from any thread: libpq's own close, no await); those
@@ -180,10 +179,10 @@ class PgConnections:
 
 
 def _sqlalchemy_error(
-    statement: str, error: psycopg.Error, conn: psycopg.AsyncConnection[Any]
+    statement: str, error: psycopg.Error, *, invalidated: bool
 ) -> sa_exc.StatementError:
     return sa_exc.DBAPIError.instance(
-        statement, None, error, psycopg.Error, connection_invalidated=conn.broken
+        statement, None, error, psycopg.Error, connection_invalidated=invalidated
     )
 
 
